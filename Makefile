@@ -1,0 +1,20 @@
+# The test command (README, .ci/run): vet, every test with the race
+# detector, then each fuzz target for a few seconds.
+FUZZTIME ?= 5s
+
+.PHONY: test vet fuzz build
+
+test: vet
+	go test -race -count=1 ./...
+	$(MAKE) fuzz
+
+vet:
+	go vet ./...
+
+# One line per target: go test -fuzz takes one target of one package at a time.
+fuzz:
+	go test -run '^$$' -fuzz '^FuzzDecodeTaskRecord$$' -fuzztime $(FUZZTIME) ./tasks
+	go test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(FUZZTIME) ./tasks
+
+build:
+	go build -o bin/handoff ./cmd/handoff

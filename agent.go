@@ -1,0 +1,185 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/handoff-a2a/handoff/internal/a2aconnect"
+	"github.com/handoff-a2a/handoff/tasks"
+)
+
+// An Option configures an [Agent].
+type Option interface{ apply(*agentOptions) }
+
+type optionFunc func(*agentOptions)
+
+func (f optionFunc) apply(o *agentOptions) { f(o) }
+
+type agentOptions struct {
+	logger *slog.Logger
+}
+
+// WithLogger sets the agent's logger. By default it logs to stderr at the
+// config's level and format.
+func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *agentOptions) { o.logger = l }) }
+
+// Agent is one running A2A agent. Make it with [New], run it with [Agent.Serve].
+type Agent struct {
+	cfg     *Config
+	log     *slog.Logger
+	store   *tasks.BoltStore
+	engine  *tasks.Engine
+	handler a2asrv.RequestHandler
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewLogger returns the logger a config asks for, writing to stderr.
+func NewLogger(c *Config) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Log.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// New opens the agent's store (creating its data directory) and builds its
+// engine. Tasks left running by a previous process end failed here.
+func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
+	var o agentOptions
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	if o.logger == nil {
+		o.logger = NewLogger(cfg)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	store, err := tasks.OpenBolt(filepath.Join(cfg.DataDir, "tasks.db"), 2*time.Second)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "timeout") {
+			return nil, fmt.Errorf("%w (is another agent using data directory %s?)", err, cfg.DataDir)
+		}
+		return nil, err
+	}
+	engine, err := tasks.NewEngine(ctx, store, newSkillRouter(cfg),
+		tasks.WithCapabilities(a2a.AgentCapabilities{
+			Streaming:         *cfg.Capabilities.Streaming,
+			PushNotifications: cfg.Capabilities.PushNotifications,
+		}),
+		tasks.WithMaxConcurrent(cfg.Limits.MaxConcurrentTasks),
+		tasks.WithIdleTimeout(cfg.Limits.ExecutorIdleTimeout.Duration),
+		tasks.WithLogger(o.logger),
+	)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	return &Agent{
+		cfg:     cfg,
+		log:     o.logger,
+		store:   store,
+		engine:  engine,
+		handler: &a2asrv.InterceptedHandler{Handler: engine, Logger: o.logger},
+	}, nil
+}
+
+// Handler returns the agent's routes, with the card's URLs under base:
+// the card, JSON-RPC and REST (1.0, or 0.3 by A2A-Version), gRPC, health.
+func (a *Agent) Handler(base string) http.Handler {
+	card := buildCard(a.cfg, base)
+	limit := a.cfg.Limits.MaxBodyBytes
+	mux := http.NewServeMux()
+	cardHandler := a2asrv.NewAgentCardHandler(a2av0.NewStaticAgentCardProducer(card))
+	mux.Handle(a2asrv.WellKnownAgentCardPath, cardHandler)
+
+	mux.Handle("POST "+pathJSONRPC, limitBody(limit, true, versioned(
+		a2asrv.NewJSONRPCHandler(a.handler), a2av0.NewJSONRPCHandler(a.handler), true)))
+	mux.Handle(pathREST+"/", limitBody(limit, false, versioned(
+		sseErrorAsHTTP(http.StripPrefix(pathREST, a2asrv.NewRESTHandler(a.handler))),
+		sseErrorAsHTTP(http.StripPrefix(pathREST, a2av0.NewRESTHandler(a.handler))), false)))
+	grpcPath, grpcHandler := a2aconnect.NewHandler(a.handler, connect.WithReadMaxBytes(int(limit)))
+	mux.Handle(grpcPath, grpcHandler)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprintln(w, "ok")
+	})
+	return logRequests(a.log, mux)
+}
+
+// Serve answers on ln until ctx ends, then stops taking new messages, lets
+// running tasks finish for up to the config's shutdown_grace (failing those
+// still running, so their streams get a final event), waits for responses
+// to drain, and closes the store. A stop through ctx is not an error.
+func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
+	defer a.Close()
+	base := a.cfg.PublicURL
+	if base == "" {
+		base = "http://" + ln.Addr().String()
+	}
+	srv := &http.Server{
+		Handler:           a.Handler(base),
+		ReadHeaderTimeout: 10 * time.Second,
+		Protocols:         new(http.Protocols),
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+	}
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true) // h2c: gRPC without TLS
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	a.log.Info("agent serving", slog.String("name", a.cfg.Name), slog.String("address", ln.Addr().String()),
+		slog.String("card", strings.TrimSuffix(base, "/")+a2asrv.WellKnownAgentCardPath))
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	grace := a.cfg.Limits.ShutdownGrace.Duration
+	a.log.Info("agent stopping", slog.Duration("grace", grace))
+	stopCtx := context.WithoutCancel(ctx)
+	// Streams never go idle: the server's drain gets extra time to deliver
+	// the final events the engine writes when the grace ends.
+	drainCtx, cancelDrain := context.WithTimeout(stopCtx, grace+5*time.Second)
+	defer cancelDrain()
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(drainCtx) }()
+	taskCtx, cancelTasks := context.WithTimeout(stopCtx, grace)
+	defer cancelTasks()
+	if err := a.engine.Shutdown(taskCtx); err != nil {
+		a.log.Warn("tasks still running at the end of the grace period were failed")
+	}
+	if err := <-shut; err != nil {
+		srv.Close()
+	}
+	<-served // http.ErrServerClosed, as expected
+	return a.Close()
+}
+
+// Close closes the agent's store. Serve calls it; call it yourself only for
+// an agent that was never served.
+func (a *Agent) Close() error {
+	a.closeOnce.Do(func() {
+		if err := a.store.Close(); err != nil {
+			a.closeErr = fmt.Errorf("close store: %w", err)
+		}
+	})
+	return a.closeErr
+}

@@ -1,0 +1,260 @@
+package handoff
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ErrNoConfig is wrapped by [LoadConfig] when the file does not exist.
+var ErrNoConfig = errors.New("config file not found")
+
+// Config is one agent's configuration, read from YAML. The README documents
+// every field; [LoadConfig] refuses unknown fields.
+type Config struct {
+	// Name, Description and Version describe the agent on its card.
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	Version     string `yaml:"version"`
+	// Provider and DocumentationURL are optional card fields.
+	Provider         *ProviderConfig `yaml:"provider"`
+	DocumentationURL string          `yaml:"documentation_url"`
+
+	// Listen is the TCP address to serve on. Default 127.0.0.1:8080.
+	Listen string `yaml:"listen"`
+	// PublicURL is the base URL peers reach the agent at, used in the card.
+	// Default: http:// plus the address actually bound.
+	PublicURL string `yaml:"public_url"`
+	// DataDir holds the task store. Default ./data.
+	DataDir string `yaml:"data_dir"`
+
+	Capabilities CapabilitiesConfig `yaml:"capabilities"`
+	Limits       LimitsConfig       `yaml:"limits"`
+	Log          LogConfig          `yaml:"log"`
+
+	// DefaultInputModes and DefaultOutputModes are media types; default text/plain.
+	DefaultInputModes  []string `yaml:"default_input_modes"`
+	DefaultOutputModes []string `yaml:"default_output_modes"`
+
+	// Skills are what the agent can do; at least one.
+	Skills []SkillConfig `yaml:"skills"`
+
+	path string // the file it came from, for messages
+}
+
+// ProviderConfig names the organisation behind the agent.
+type ProviderConfig struct {
+	Organization string `yaml:"organization"`
+	URL          string `yaml:"url"`
+}
+
+// CapabilitiesConfig declares optional A2A features.
+type CapabilitiesConfig struct {
+	// Streaming enables SendStreamingMessage and SubscribeToTask. Default true.
+	Streaming *bool `yaml:"streaming"`
+	// PushNotifications enables the push config methods. Default false.
+	PushNotifications bool `yaml:"push_notifications"`
+}
+
+// LimitsConfig bounds what one request or one agent may use.
+type LimitsConfig struct {
+	// MaxBodyBytes bounds a request body. Default 4 MiB.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxConcurrentTasks bounds executions running at once. Default 256.
+	MaxConcurrentTasks int `yaml:"max_concurrent_tasks"`
+	// ExecutorIdleTimeout fails a task whose executor yields nothing for this
+	// long. Default 2m; "0s" turns it off.
+	ExecutorIdleTimeout *Duration `yaml:"executor_idle_timeout"`
+	// ShutdownGrace is how long a stopping agent lets running tasks finish
+	// before failing them. Default 10s.
+	ShutdownGrace *Duration `yaml:"shutdown_grace"`
+}
+
+// LogConfig sets the log output.
+type LogConfig struct {
+	// Level is debug, info, warn or error. Default info.
+	Level string `yaml:"level"`
+	// Format is text or json. Default text.
+	Format string `yaml:"format"`
+}
+
+// SkillConfig is one skill on the card and the executor that performs it.
+type SkillConfig struct {
+	ID          string   `yaml:"id"`
+	Name        string   `yaml:"name"`
+	Description string   `yaml:"description"`
+	Tags        []string `yaml:"tags"`
+	Examples    []string `yaml:"examples"`
+	InputModes  []string `yaml:"input_modes"`
+	OutputModes []string `yaml:"output_modes"`
+	// Executor names the built-in executor that performs the skill: "tck",
+	// the A2A test kit's conformance behaviour.
+	Executor string `yaml:"executor"`
+}
+
+// Duration is a time.Duration written as in Go ("1m30s") in YAML.
+type Duration struct{ time.Duration }
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration (like 30s or 2m)", n.Line, s)
+	}
+	if v < 0 {
+		return fmt.Errorf("line %d: duration %q is negative", n.Line, s)
+	}
+	d.Duration = v
+	return nil
+}
+
+// LoadConfig reads and checks one agent's YAML file. An unknown key, a bad
+// value or a missing required one is an error naming the file, the key and
+// its line; all problems are reported together.
+func LoadConfig(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", path, ErrNoConfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	defer f.Close()
+	return ParseConfig(path, f)
+}
+
+// ParseConfig is [LoadConfig] on a reader; name is used in messages.
+func ParseConfig(name string, r io.Reader) (*Config, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read config %s: %w", name, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: the file is empty", name)
+		}
+		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: only one YAML document is allowed", name)
+	}
+	c.path = name
+	c.applyDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func (c *Config) applyDefaults() {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8080"
+	}
+	if c.DataDir == "" {
+		c.DataDir = "data"
+	}
+	if c.Version == "" {
+		c.Version = "0.1.0"
+	}
+	if c.Capabilities.Streaming == nil {
+		on := true
+		c.Capabilities.Streaming = &on
+	}
+	if c.Limits.MaxBodyBytes == 0 {
+		c.Limits.MaxBodyBytes = 4 << 20
+	}
+	if c.Limits.MaxConcurrentTasks == 0 {
+		c.Limits.MaxConcurrentTasks = 256
+	}
+	if c.Limits.ExecutorIdleTimeout == nil {
+		c.Limits.ExecutorIdleTimeout = &Duration{2 * time.Minute}
+	}
+	if c.Limits.ShutdownGrace == nil {
+		c.Limits.ShutdownGrace = &Duration{10 * time.Second}
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "text"
+	}
+	if len(c.DefaultInputModes) == 0 {
+		c.DefaultInputModes = []string{"text/plain"}
+	}
+	if len(c.DefaultOutputModes) == 0 {
+		c.DefaultOutputModes = []string{"text/plain"}
+	}
+}
+
+// executors are the built-in executor kinds a skill may name.
+var executorKinds = []string{"tck"}
+
+func (c *Config) validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s: %s", c.path, key, fmt.Sprintf(format, args...)))
+	}
+	if c.Name == "" {
+		bad("name", "is required")
+	}
+	if c.Description == "" {
+		bad("description", "is required")
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("public_url", "%q is not an http(s) URL", c.PublicURL)
+		}
+	}
+	if c.Limits.MaxBodyBytes < 1024 {
+		bad("limits.max_body_bytes", "%d is below the minimum of 1024", c.Limits.MaxBodyBytes)
+	}
+	if c.Limits.MaxConcurrentTasks < 1 {
+		bad("limits.max_concurrent_tasks", "must be at least 1")
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "%q is not one of debug, info, warn, error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		bad("log.format", "%q is not one of text, json", c.Log.Format)
+	}
+	if len(c.Skills) == 0 {
+		bad("skills", "at least one skill is required")
+	}
+	seen := map[string]bool{}
+	for i, s := range c.Skills {
+		key := fmt.Sprintf("skills[%d]", i)
+		if s.ID == "" {
+			bad(key+".id", "is required")
+		} else if seen[s.ID] {
+			bad(key+".id", "%q is used by another skill", s.ID)
+		}
+		seen[s.ID] = true
+		if s.Name == "" {
+			bad(key+".name", "is required")
+		}
+		if !slices.Contains(executorKinds, s.Executor) {
+			bad(key+".executor", "%q is not one of %s", s.Executor, strings.Join(executorKinds, ", "))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,77 @@
+package handoff
+
+import (
+	"context"
+	"iter"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/handoff-a2a/handoff/internal/tck"
+)
+
+// SkillMetadataKey is the message metadata key a client may set to the id of
+// the skill it wants; without it the agent's first skill answers.
+const SkillMetadataKey = "handoff/skill"
+
+// skillRouter is the engine's one executor: it hands each task to the
+// executor of the skill the message names.
+type skillRouter struct {
+	bySkill map[string]a2asrv.AgentExecutor
+	first   a2asrv.AgentExecutor
+}
+
+var _ a2asrv.AgentExecutor = (*skillRouter)(nil)
+
+func newSkillRouter(c *Config) *skillRouter {
+	r := &skillRouter{bySkill: make(map[string]a2asrv.AgentExecutor)}
+	for _, s := range c.Skills {
+		var x a2asrv.AgentExecutor
+		switch s.Executor {
+		case "tck":
+			x = tck.New()
+		}
+		r.bySkill[s.ID] = x
+		if r.first == nil {
+			r.first = x
+		}
+	}
+	return r
+}
+
+// pick chooses by the message's skill metadata, then by the stored task's.
+func (r *skillRouter) pick(ec *a2asrv.ExecutorContext) (a2asrv.AgentExecutor, error) {
+	var id string
+	if ec.Message != nil {
+		id, _ = ec.Message.Metadata[SkillMetadataKey].(string)
+	}
+	if id == "" && ec.StoredTask != nil {
+		id, _ = ec.StoredTask.Metadata[SkillMetadataKey].(string)
+	}
+	if id == "" {
+		return r.first, nil
+	}
+	x, ok := r.bySkill[id]
+	if !ok {
+		return nil, a2a.NewError(a2a.ErrInvalidParams, "this agent has no skill "+id)
+	}
+	return x, nil
+}
+
+// Execute implements [a2asrv.AgentExecutor].
+func (r *skillRouter) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	x, err := r.pick(ec)
+	if err != nil {
+		return func(yield func(a2a.Event, error) bool) { yield(nil, err) }
+	}
+	return x.Execute(ctx, ec)
+}
+
+// Cancel implements [a2asrv.AgentExecutor].
+func (r *skillRouter) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	x, err := r.pick(ec)
+	if err != nil {
+		return func(yield func(a2a.Event, error) bool) { yield(nil, err) }
+	}
+	return x.Cancel(ctx, ec)
+}

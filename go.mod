@@ -1,0 +1,24 @@
+module github.com/handoff-a2a/handoff
+
+go 1.26.8
+
+require (
+	connectrpc.com/connect v1.21.1
+	github.com/a2aproject/a2a-go/v2 v2.3.1
+	github.com/google/uuid v1.6.0
+	go.etcd.io/bbolt v1.5.0
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260427160629-7cedc36a6bc4
+	google.golang.org/protobuf v1.36.11
+	gopkg.in/yaml.v3 v3.0.1
+)
+
+require (
+	github.com/a2aproject/a2a-go v0.3.15 // indirect
+	golang.org/x/mod v0.41.0 // indirect
+	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+	google.golang.org/genproto/googleapis/api v0.0.0-20260427160629-7cedc36a6bc4 // indirect
+	google.golang.org/grpc v1.80.0 // indirect
+)

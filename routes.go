@@ -1,0 +1,285 @@
+package handoff
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// protocolVersion is the A2A version a request asked for.
+type protocolVersion int
+
+const (
+	version03 protocolVersion = iota
+	version10
+)
+
+// requestedVersion reads the A2A-Version header. The 1.0 spec says a request
+// without it is 0.3; ok is false for a version this agent does not speak.
+func requestedVersion(r *http.Request) (v protocolVersion, raw string, ok bool) {
+	raw = strings.TrimSpace(r.Header.Get(a2a.SvcParamVersion))
+	switch raw {
+	case "", "0.3", "0.3.0":
+		return version03, raw, true
+	case "1.0", "1", "1.0.0":
+		return version10, raw, true
+	}
+	return 0, raw, false
+}
+
+// versioned sends each request to the handler of the A2A version it asked
+// for, and answers an unknown version with VersionNotSupported (-32009) in
+// the binding's own error format.
+func versioned(v10, v03 http.Handler, jsonrpc bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, raw, ok := requestedVersion(r)
+		switch {
+		case !ok:
+			msg := fmt.Sprintf("A2A-Version %q is not supported; this agent speaks 1.0 and 0.3", raw)
+			if jsonrpc {
+				writeJSONRPCError(w, http.StatusOK, idOf(r), -32009, msg)
+			} else {
+				writeRESTError(w, http.StatusBadRequest, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED", msg)
+			}
+		case v == version10:
+			v10.ServeHTTP(w, r)
+		default:
+			v03.ServeHTTP(w, r)
+		}
+	})
+}
+
+// idOf returns the JSON-RPC id of a buffered request body, or nil.
+func idOf(r *http.Request) any {
+	var env struct {
+		ID any `json:"id"`
+	}
+	if b, ok := r.Body.(*bufferedBody); ok {
+		_ = json.Unmarshal(b.data, &env)
+	}
+	return env.ID
+}
+
+func writeJSONRPCError(w http.ResponseWriter, status int, id any, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"jsonrpc": "2.0", "id": id,
+		"error": map[string]any{"code": code, "message": msg},
+	})
+}
+
+// writeRESTError answers in the google.rpc.Status shape a2a-go's REST
+// binding uses, so its clients map the reason back to an a2a error.
+func writeRESTError(w http.ResponseWriter, status int, grpcStatus, reason, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
+		"code": status, "status": grpcStatus, "message": msg,
+		"details": []any{map[string]any{
+			"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": "a2a-protocol.org",
+		}},
+	}})
+}
+
+// bufferedBody is a request body read whole by limitBody.
+type bufferedBody struct {
+	*bytes.Reader
+	data []byte
+}
+
+func (bufferedBody) Close() error { return nil }
+
+// limitBody reads the request body up to limit bytes. A larger body is
+// answered at once, in the binding's error format, and the connection is
+// closed after the answer: the rest of the body is never read.
+func limitBody(limit int64, jsonrpc bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		tooLarge := func() {
+			w.Header().Set("Connection", "close")
+			msg := fmt.Sprintf("request body exceeds the limit of %d bytes", limit)
+			if jsonrpc {
+				writeJSONRPCError(w, http.StatusRequestEntityTooLarge, nil, -32600, msg)
+			} else {
+				writeRESTError(w, http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT", "INVALID_REQUEST", msg)
+			}
+		}
+		if r.ContentLength > limit {
+			tooLarge()
+			return
+		}
+		data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+		if err != nil {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "reading the request body failed", http.StatusBadRequest)
+			return
+		}
+		if int64(len(data)) > limit {
+			tooLarge()
+			return
+		}
+		r.Body = &bufferedBody{Reader: bytes.NewReader(data), data: data}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// sseErrorAsHTTP makes a REST stream that fails before its first event
+// answer with a plain HTTP error instead: a2a-go's REST handler opens the
+// stream first and sends the error as a data event, which clients such as
+// the JS SDK do not read as an error.
+func sseErrorAsHTTP(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, ":stream") && !strings.HasSuffix(r.URL.Path, ":subscribe") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		dw := &deferredSSE{w: w, status: http.StatusOK}
+		next.ServeHTTP(dw, r)
+		dw.flushHeld()
+	})
+}
+
+// deferredSSE holds a response until its first complete SSE data event, to
+// turn a first event that is an error into an HTTP error response.
+type deferredSSE struct {
+	w       http.ResponseWriter
+	status  int
+	held    bytes.Buffer
+	decided bool
+}
+
+func (d *deferredSSE) Header() http.Header { return d.w.Header() }
+
+func (d *deferredSSE) WriteHeader(status int) {
+	if d.decided {
+		d.w.WriteHeader(status)
+		return
+	}
+	d.status = status
+}
+
+func (d *deferredSSE) Write(p []byte) (int, error) {
+	if d.decided {
+		return d.w.Write(p)
+	}
+	return d.held.Write(p)
+}
+
+// Flush is called by the SSE writer after each event: the moment to decide.
+func (d *deferredSSE) Flush() {
+	if !d.decided {
+		data, complete := firstSSEData(d.held.Bytes())
+		if !complete {
+			return
+		}
+		d.decide(data)
+	}
+	if f, ok := d.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (d *deferredSSE) flushHeld() {
+	if d.decided {
+		return
+	}
+	data, _ := firstSSEData(d.held.Bytes())
+	d.decide(data)
+}
+
+func (d *deferredSSE) decide(data []byte) {
+	d.decided = true
+	var env struct {
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if d.status == http.StatusOK && data != nil && json.Unmarshal(data, &env) == nil && env.Error != nil && env.Error.Code >= 400 && env.Error.Code < 600 {
+		h := d.w.Header()
+		for _, k := range []string{"Cache-Control", "Connection", "X-Accel-Buffering"} {
+			h.Del(k)
+		}
+		h.Set("Content-Type", "application/json")
+		d.w.WriteHeader(env.Error.Code)
+		_, _ = d.w.Write(data)
+		return
+	}
+	d.w.WriteHeader(d.status)
+	_, _ = d.w.Write(d.held.Bytes())
+}
+
+// firstSSEData returns the data of the first event in b, and whether that
+// event is complete (ended by a blank line).
+func firstSSEData(b []byte) ([]byte, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64<<10), len(b)+1)
+	var data []byte
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 && data != nil {
+			return data, true
+		}
+		if rest, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			data = append(data, bytes.TrimSpace(rest)...)
+		}
+	}
+	return data, false
+}
+
+// statusRecorder keeps the status for the request log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(p []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// logRequests logs each request once, at debug level: method, path, status,
+// duration. Headers and bodies are never logged: they carry credentials.
+func logRequests(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !log.Enabled(r.Context(), slog.LevelDebug) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		log.LogAttrs(r.Context(), slog.LevelDebug, "request",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", rec.status), slog.Duration("duration", time.Since(start)))
+	})
+}

@@ -1,0 +1,22 @@
+// Package tasks is Handoff's task engine: its implementation of a2a-go's
+// [a2asrv.RequestHandler], the task state machine, and the durable event log
+// behind them.
+//
+// # Flow
+//
+// A message arrives at [Engine.SendMessage] or [Engine.SendStreamingMessage].
+// The engine starts the agent's [a2asrv.AgentExecutor] in its own goroutine
+// and applies every event it yields to the task's current [Snapshot]
+// (copy-on-write: a published snapshot is never changed), checks that the
+// sequence is valid, and appends the event and the new snapshot to the
+// [Store] in one write. Only then is the event published to the task's
+// subscribers: streams, resubscribes and blocking callers all read the same
+// committed log, so what a client sees has been stored.
+//
+// # Stores
+//
+// [Store] is one interface for tasks, their event logs and their push
+// configs. [BoltStore] keeps them in a bbolt file and shares fsyncs between
+// concurrent writers (group commit). Every read is checked against the
+// task's [Owner]: another caller's task reads as [ErrNotFound].
+package tasks

@@ -1,0 +1,677 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/google/uuid"
+)
+
+// AnonymousPrincipal is the principal of every caller the transport did not
+// authenticate: anonymous callers share one owner.
+const AnonymousPrincipal = "anonymous"
+
+// Page sizes of ListTasks.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 100
+)
+
+// Engine is Handoff's [a2asrv.RequestHandler]: it runs an executor per task
+// and keeps every task's events in a [Store]. Create it with [NewEngine].
+type Engine struct {
+	store Store
+	exec  a2asrv.AgentExecutor
+	cfg   engineConfig
+
+	mu   sync.Mutex
+	hubs map[a2a.TaskID]*hub
+
+	slots   chan struct{} // one token per running execution
+	running sync.WaitGroup
+	closing atomic.Bool
+}
+
+var _ a2asrv.RequestHandler = (*Engine)(nil)
+
+// NewEngine returns an engine that runs exec and keeps tasks in store. Tasks
+// the store holds as submitted or working were running when the process
+// stopped: NewEngine ends them failed, with a status message saying so.
+func NewEngine(ctx context.Context, store Store, exec a2asrv.AgentExecutor, opts ...Option) (*Engine, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	e := &Engine{
+		store: store,
+		exec:  exec,
+		cfg:   cfg,
+		hubs:  make(map[a2a.TaskID]*hub),
+		slots: make(chan struct{}, cfg.maxConcurrent),
+	}
+	if err := e.recover(ctx); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// recover fails the tasks whose execution died with the previous process.
+func (e *Engine) recover(ctx context.Context) error {
+	lost, err := e.store.Unfinished(ctx)
+	if err != nil {
+		return fmt.Errorf("recover tasks: %w", err)
+	}
+	for _, snap := range lost {
+		ev := a2a.NewStatusUpdateEvent(snap.Task, a2a.TaskStateFailed,
+			agentMessage(snap.Task, "The agent restarted while this task was running; its work was lost. Send the request again."))
+		next, err := apply(snap, ev, e.cfg.now())
+		if err != nil {
+			return fmt.Errorf("recover task %s: %w", snap.Task.ID, err)
+		}
+		if err := e.store.Append(ctx, next, []a2a.Event{ev}); err != nil {
+			return fmt.Errorf("recover task %s: %w", snap.Task.ID, err)
+		}
+		e.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "task failed by restart", slog.String("task_id", string(snap.Task.ID)))
+	}
+	return nil
+}
+
+func agentMessage(info a2a.TaskInfoProvider, text string) *a2a.Message {
+	return a2a.NewMessageForTask(a2a.MessageRoleAgent, info, a2a.NewTextPart(text))
+}
+
+// ownerFrom returns the caller bound to the request: the authenticated user
+// from a2a-go's call context, or the shared anonymous owner.
+func ownerFrom(ctx context.Context, tenant string) Owner {
+	o := Owner{Principal: AnonymousPrincipal, Tenant: tenant}
+	if cc, ok := a2asrv.CallContextFrom(ctx); ok {
+		if cc.Tenant() != "" {
+			o.Tenant = cc.Tenant()
+		}
+		if cc.User != nil && cc.User.Authenticated {
+			o.Principal = "user:" + cc.User.Name
+		}
+	}
+	return o
+}
+
+// publicError turns a store error into what a client may see: not-found
+// stays not-found, everything else is an internal error without details.
+func (e *Engine) publicError(ctx context.Context, op string, id a2a.TaskID, err error) error {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return a2a.NewError(a2a.ErrTaskNotFound, fmt.Sprintf("task %s not found", id))
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	e.cfg.logger.LogAttrs(ctx, slog.LevelError, op+" failed", slog.String("task_id", string(id)), slog.Any("error", err))
+	return a2a.NewError(a2a.ErrInternalError, op+" failed: the agent's store could not be read or written")
+}
+
+// acquire returns the task's hub, creating it from the store when no one
+// holds it, and takes a reference the caller must release.
+func (e *Engine) acquire(ctx context.Context, owner Owner, id a2a.TaskID) (*hub, *Snapshot, error) {
+	if id == "" {
+		return nil, nil, a2a.NewError(a2a.ErrInvalidParams, "task id is required")
+	}
+	e.mu.Lock()
+	h := e.hubs[id]
+	if h != nil {
+		h.refs++
+		e.mu.Unlock()
+		h.mu.Lock()
+		snap := h.snap
+		h.mu.Unlock()
+		if snap == nil || snap.Owner != owner {
+			e.release(id, h)
+			return nil, nil, a2a.NewError(a2a.ErrTaskNotFound, fmt.Sprintf("task %s not found", id))
+		}
+		return h, snap, nil
+	}
+	e.mu.Unlock()
+	snap, err := e.store.Get(ctx, owner, id)
+	if err != nil {
+		return nil, nil, e.publicError(ctx, "get task", id, err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if h = e.hubs[id]; h == nil { // nobody made one meanwhile
+		h = newHub(id, snap)
+		e.hubs[id] = h
+	}
+	h.refs++
+	h.mu.Lock()
+	snap = h.snap
+	h.mu.Unlock()
+	return h, snap, nil
+}
+
+func (e *Engine) release(id a2a.TaskID, h *hub) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h.refs--
+	if h.refs == 0 && e.hubs[id] == h {
+		delete(e.hubs, id)
+	}
+}
+
+// GetTask implements [a2asrv.RequestHandler].
+func (e *Engine) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
+	if req == nil || req.ID == "" {
+		return nil, a2a.NewError(a2a.ErrInvalidParams, "task id is required")
+	}
+	if req.HistoryLength != nil && *req.HistoryLength < 0 {
+		return nil, a2a.NewError(a2a.ErrInvalidParams, "historyLength must not be negative")
+	}
+	owner := ownerFrom(ctx, req.Tenant)
+	e.mu.Lock()
+	h := e.hubs[req.ID]
+	e.mu.Unlock()
+	var snap *Snapshot
+	if h != nil { // a live task: its hub has the newest committed snapshot
+		h.mu.Lock()
+		snap = h.snap
+		h.mu.Unlock()
+	}
+	if snap == nil {
+		var err error
+		if snap, err = e.store.Get(ctx, owner, req.ID); err != nil {
+			return nil, e.publicError(ctx, "get task", req.ID, err)
+		}
+	}
+	if snap.Owner != owner {
+		return nil, a2a.NewError(a2a.ErrTaskNotFound, fmt.Sprintf("task %s not found", req.ID))
+	}
+	return view(snap.Task, req.HistoryLength, true), nil
+}
+
+// view returns the task as a client asked for it, sharing what it does not
+// change with the immutable snapshot.
+func view(t *a2a.Task, historyLength *int, artifacts bool) *a2a.Task {
+	trimHistory := historyLength != nil && *historyLength < len(t.History)
+	if !trimHistory && (artifacts || len(t.Artifacts) == 0) {
+		return t
+	}
+	v := *t
+	if trimHistory {
+		v.History = t.History[len(t.History)-*historyLength:]
+	}
+	if !artifacts {
+		v.Artifacts = nil
+	}
+	return &v
+}
+
+// ListTasks implements [a2asrv.RequestHandler].
+func (e *Engine) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	if req == nil {
+		req = &a2a.ListTasksRequest{}
+	}
+	switch {
+	case req.PageSize < 0 || req.PageSize > MaxPageSize:
+		return nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("pageSize must be between 1 and %d", MaxPageSize))
+	case req.HistoryLength != nil && *req.HistoryLength < 0:
+		return nil, a2a.NewError(a2a.ErrInvalidParams, "historyLength must not be negative")
+	case req.Status != "" && !validState(req.Status):
+		return nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("unknown status %q", req.Status))
+	}
+	size := req.PageSize
+	if size == 0 {
+		size = DefaultPageSize
+	}
+	page, err := e.store.List(ctx, ListQuery{
+		Owner:        ownerFrom(ctx, req.Tenant),
+		ContextID:    req.ContextID,
+		State:        req.Status,
+		UpdatedAfter: req.StatusTimestampAfter,
+		PageSize:     size,
+		PageToken:    req.PageToken,
+	})
+	if errors.Is(err, ErrInvalidPageToken) {
+		return nil, a2a.NewError(a2a.ErrInvalidParams, "pageToken was not issued by this agent")
+	}
+	if err != nil {
+		return nil, e.publicError(ctx, "list tasks", "", err)
+	}
+	resp := &a2a.ListTasksResponse{Tasks: make([]*a2a.Task, len(page.Tasks)), TotalSize: page.TotalSize, PageSize: size, NextPageToken: page.NextPageToken}
+	for i, s := range page.Tasks {
+		resp.Tasks[i] = view(s.Task, req.HistoryLength, req.IncludeArtifacts)
+	}
+	return resp, nil
+}
+
+// validateMessage checks what a2a-go's own handler checks, with the field named.
+func validateMessage(req *a2a.SendMessageRequest) error {
+	switch {
+	case req == nil:
+		return a2a.NewError(a2a.ErrInvalidParams, "params are required")
+	case req.Message == nil:
+		return a2a.NewError(a2a.ErrInvalidParams, "message is required")
+	case req.Message.ID == "":
+		return a2a.NewError(a2a.ErrInvalidParams, "message.messageId is required")
+	case len(req.Message.Parts) == 0:
+		return a2a.NewError(a2a.ErrInvalidParams, "message.parts must not be empty")
+	case req.Message.Role != a2a.MessageRoleUser && req.Message.Role != a2a.MessageRoleAgent:
+		return a2a.NewError(a2a.ErrInvalidParams, "message.role must be ROLE_USER or ROLE_AGENT")
+	case req.Config != nil && req.Config.HistoryLength != nil && *req.Config.HistoryLength < 0:
+		return a2a.NewError(a2a.ErrInvalidParams, "configuration.historyLength must not be negative")
+	}
+	for i, p := range req.Message.Parts {
+		if p == nil || p.Content == nil {
+			return a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("message.parts[%d] has no content", i))
+		}
+	}
+	return nil
+}
+
+// start validates a message, binds it to a new or continued task and starts
+// the execution. The returned run has not yielded anything yet; base is the
+// snapshot a stream starts from (nil for a new task).
+func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (*run, *Snapshot, error) {
+	if err := validateMessage(req); err != nil {
+		return nil, nil, err
+	}
+	if e.closing.Load() {
+		return nil, nil, a2a.NewError(a2a.ErrServerError, "the agent is shutting down; try again later")
+	}
+	if req.Config != nil && req.Config.PushConfig != nil {
+		if !e.cfg.caps.PushNotifications {
+			return nil, nil, a2a.NewError(a2a.ErrPushNotificationNotSupported, "this agent does not send push notifications")
+		}
+		if err := validatePushConfig(req.Config.PushConfig); err != nil {
+			return nil, nil, err
+		}
+	}
+	owner := ownerFrom(ctx, req.Tenant)
+	msg := *req.Message
+	ec := &a2asrv.ExecutorContext{Metadata: req.Metadata, Tenant: owner.Tenant}
+	if cc, ok := a2asrv.CallContextFrom(ctx); ok {
+		ec.User = cc.User
+		ec.ServiceParams = cc.ServiceParams()
+	}
+
+	select { // a slot before any state changes, so a refused message leaves nothing behind
+	case e.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	var (
+		h    *hub
+		base *Snapshot
+	)
+	if msg.TaskID != "" {
+		var err error
+		if h, base, err = e.acquire(ctx, owner, msg.TaskID); err != nil {
+			<-e.slots
+			return nil, nil, err
+		}
+		if msg.ContextID != "" && msg.ContextID != base.Task.ContextID {
+			e.release(msg.TaskID, h)
+			<-e.slots
+			return nil, nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("message.contextId %q does not match task %s", msg.ContextID, msg.TaskID))
+		}
+		if base.Task.Status.State.Terminal() {
+			e.release(msg.TaskID, h)
+			<-e.slots
+			return nil, nil, a2a.NewError(a2a.ErrUnsupportedOperation,
+				fmt.Sprintf("task %s is %s and takes no more messages", msg.TaskID, stateName(base.Task.Status.State)))
+		}
+		msg.ContextID = base.Task.ContextID
+		ec.StoredTask = base.Task
+		e.mu.Lock()
+		h.refs++ // the run's reference; the caller keeps the one acquire took
+		e.mu.Unlock()
+	} else {
+		msg.TaskID = a2a.NewTaskID()
+		if msg.ContextID == "" {
+			msg.ContextID = a2a.NewContextID()
+		}
+		h = newHub(msg.TaskID, nil)
+		h.refs = 2 // the run's and the caller's
+		e.mu.Lock()
+		e.hubs[msg.TaskID] = h
+		e.mu.Unlock()
+	}
+	ec.Message, ec.TaskID, ec.ContextID = &msg, msg.TaskID, msg.ContextID
+
+	r := e.newRun(ctx, h, owner, ec, base, true)
+	h.mu.Lock()
+	if base != nil && (h.run != nil || !interrupted(h.snap.Task.Status.State)) {
+		state := h.snap.Task.Status.State
+		h.mu.Unlock()
+		e.release(msg.TaskID, h)
+		e.release(msg.TaskID, h)
+		<-e.slots
+		return nil, nil, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("task %s is %s; only a task waiting for input takes a new message", msg.TaskID, stateName(state)))
+	}
+	h.run = r
+	h.mu.Unlock()
+	if req.Config != nil && req.Config.PushConfig != nil {
+		r.pushConfig = req.Config.PushConfig
+	}
+	e.running.Add(1)
+	go r.execute()
+	return r, base, nil
+}
+
+// SendMessage implements [a2asrv.RequestHandler]. It waits for the task to
+// end or to need input, unless configuration.returnImmediately asks for the
+// task as soon as it exists.
+func (e *Engine) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	r, _, err := e.start(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer e.release(r.h.taskID(), r.h)
+	wait := r.done
+	if req.Config != nil && req.Config.ReturnImmediately {
+		wait = r.started
+	}
+	select {
+	case <-wait:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	res, err := r.result()
+	if err != nil {
+		return nil, err
+	}
+	if t, ok := res.(*a2a.Task); ok && req.Config != nil {
+		return view(t, req.Config.HistoryLength, true), nil
+	}
+	return res, nil
+}
+
+// SendStreamingMessage implements [a2asrv.RequestHandler]: the task first,
+// then its events in order, until it ends or needs input.
+func (e *Engine) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if !e.cfg.caps.Streaming {
+			yield(nil, a2a.NewError(a2a.ErrUnsupportedOperation, "this agent does not stream"))
+			return
+		}
+		r, base, err := e.start(ctx, req)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer e.release(r.h.taskID(), r.h)
+		// A new task's log opens with the task; a continued one's with the
+		// task working again, the message in its history.
+		e.follow(ctx, r.h, r, r.owner, version(base), yield)
+	}
+}
+
+// follow yields the committed events of h after seq until one is final, the
+// run ends, or the consumer stops. r, when set, is the run whose result ends
+// the stream if it produced no task (a direct message or an early error).
+func (e *Engine) follow(ctx context.Context, h *hub, r *run, owner Owner, after uint64, yield func(a2a.Event, error) bool) {
+	for {
+		h.mu.Lock()
+		evs, inMemory := h.sinceLocked(after)
+		wake := h.wake
+		active := h.run != nil && (r == nil || h.run == r)
+		h.mu.Unlock()
+		if !inMemory {
+			stored, err := e.store.Events(ctx, owner, h.taskID(), after)
+			if err != nil {
+				yield(nil, e.publicError(ctx, "read task events", h.taskID(), err))
+				return
+			}
+			evs = stored
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+			if !yield(ev.Event, nil) {
+				return
+			}
+			if endsStream(ev.Event) {
+				return
+			}
+		}
+		if len(evs) > 0 {
+			continue
+		}
+		if !active {
+			if r != nil {
+				if res, err := r.result(); err != nil {
+					yield(nil, err)
+				} else if m, ok := res.(*a2a.Message); ok {
+					yield(m, nil)
+				}
+			}
+			return
+		}
+		if err := wait(ctx, wake); err != nil {
+			return
+		}
+	}
+}
+
+// endsStream reports whether ev leaves the task final, which closes a stream.
+func endsStream(ev a2a.Event) bool {
+	switch e := ev.(type) {
+	case *a2a.TaskStatusUpdateEvent:
+		return final(e.Status.State)
+	case *a2a.Task:
+		return final(e.Status.State)
+	case *a2a.Message:
+		return true
+	}
+	return false
+}
+
+// SubscribeToTask implements [a2asrv.RequestHandler]: the task as it stands,
+// then its live events. A finished task answers UnsupportedOperation.
+func (e *Engine) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if !e.cfg.caps.Streaming {
+			yield(nil, a2a.NewError(a2a.ErrUnsupportedOperation, "this agent does not stream"))
+			return
+		}
+		if req == nil || req.ID == "" {
+			yield(nil, a2a.NewError(a2a.ErrInvalidParams, "task id is required"))
+			return
+		}
+		owner := ownerFrom(ctx, req.Tenant)
+		h, _, err := e.acquire(ctx, owner, req.ID)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer e.release(req.ID, h)
+		h.mu.Lock()
+		snap, active := h.snap, h.run != nil
+		h.mu.Unlock()
+		if snap.Task.Status.State.Terminal() {
+			yield(nil, a2a.NewError(a2a.ErrUnsupportedOperation,
+				fmt.Sprintf("task %s is %s; subscribe only to tasks still in progress (use GetTask)", req.ID, stateName(snap.Task.Status.State))))
+			return
+		}
+		if !yield(snap.Task, nil) || (!active && final(snap.Task.Status.State)) {
+			return
+		}
+		e.follow(ctx, h, nil, owner, snap.Version, yield)
+	}
+}
+
+// CancelTask implements [a2asrv.RequestHandler].
+func (e *Engine) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
+	if req == nil || req.ID == "" {
+		return nil, a2a.NewError(a2a.ErrInvalidParams, "task id is required")
+	}
+	owner := ownerFrom(ctx, req.Tenant)
+	h, _, err := e.acquire(ctx, owner, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer e.release(req.ID, h)
+	for {
+		h.mu.Lock()
+		r, snap := h.run, h.snap
+		mine := false
+		if r == nil {
+			if snap.Task.Status.State.Terminal() {
+				h.mu.Unlock()
+				return nil, a2a.NewError(a2a.ErrTaskNotCancelable, fmt.Sprintf("task %s is %s and cannot be canceled", req.ID, stateName(snap.Task.Status.State)))
+			}
+			// Nothing runs (the task waits for input): cancel through a run of our own.
+			ec := &a2asrv.ExecutorContext{TaskID: req.ID, ContextID: snap.Task.ContextID, StoredTask: snap.Task, Metadata: req.Metadata, Tenant: owner.Tenant}
+			r = e.newRun(ctx, h, owner, ec, snap, false)
+			h.run, mine = r, true
+			e.running.Add(1)
+		}
+		h.mu.Unlock()
+		if mine {
+			e.mu.Lock()
+			h.refs++ // released by the run's finish
+			e.mu.Unlock()
+		}
+		t, retry, err := r.cancel(ctx, req.Metadata)
+		if mine {
+			r.finish()
+		}
+		if !retry {
+			return t, err
+		}
+		select { // the run ended while we asked; cancel against what it left
+		case <-r.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func validatePushConfig(c *a2a.PushConfig) error {
+	if c.URL == "" {
+		return a2a.NewError(a2a.ErrInvalidParams, "push config url is required")
+	}
+	return nil
+}
+
+func (e *Engine) pushSupported() error {
+	if !e.cfg.caps.PushNotifications {
+		return a2a.NewError(a2a.ErrPushNotificationNotSupported, "this agent does not send push notifications")
+	}
+	return nil
+}
+
+// CreateTaskPushConfig implements [a2asrv.RequestHandler]. A config without
+// an id gets a fresh one.
+func (e *Engine) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig) (*a2a.PushConfig, error) {
+	if err := e.pushSupported(); err != nil {
+		return nil, err
+	}
+	if req == nil || req.TaskID == "" {
+		return nil, a2a.NewError(a2a.ErrInvalidParams, "taskId is required")
+	}
+	if err := validatePushConfig(req); err != nil {
+		return nil, err
+	}
+	c := *req
+	if c.ID == "" {
+		c.ID = uuid.NewString()
+	}
+	if err := e.store.PutPushConfig(ctx, ownerFrom(ctx, req.Tenant), &c); err != nil {
+		return nil, e.publicError(ctx, "save push config", req.TaskID, err)
+	}
+	return &c, nil
+}
+
+// GetTaskPushConfig implements [a2asrv.RequestHandler].
+func (e *Engine) GetTaskPushConfig(ctx context.Context, req *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
+	if err := e.pushSupported(); err != nil {
+		return nil, err
+	}
+	if req == nil || req.TaskID == "" || req.ID == "" {
+		return nil, a2a.NewError(a2a.ErrInvalidParams, "taskId and id are required")
+	}
+	c, err := e.store.GetPushConfig(ctx, ownerFrom(ctx, req.Tenant), req.TaskID, req.ID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, a2a.NewError(a2a.ErrTaskNotFound, fmt.Sprintf("push config %s of task %s not found", req.ID, req.TaskID))
+	}
+	if err != nil {
+		return nil, e.publicError(ctx, "get push config", req.TaskID, err)
+	}
+	return c, nil
+}
+
+// ListTaskPushConfigs implements [a2asrv.RequestHandler].
+func (e *Engine) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPushConfigRequest) (*a2a.ListTaskPushConfigResponse, error) {
+	if err := e.pushSupported(); err != nil {
+		return nil, err
+	}
+	if req == nil || req.TaskID == "" {
+		return nil, a2a.NewError(a2a.ErrInvalidParams, "taskId is required")
+	}
+	cs, err := e.store.ListPushConfigs(ctx, ownerFrom(ctx, req.Tenant), req.TaskID)
+	if err != nil {
+		return nil, e.publicError(ctx, "list push configs", req.TaskID, err)
+	}
+	return &a2a.ListTaskPushConfigResponse{Configs: cs}, nil
+}
+
+// DeleteTaskPushConfig implements [a2asrv.RequestHandler].
+func (e *Engine) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskPushConfigRequest) error {
+	if err := e.pushSupported(); err != nil {
+		return err
+	}
+	if req == nil || req.TaskID == "" || req.ID == "" {
+		return a2a.NewError(a2a.ErrInvalidParams, "taskId and id are required")
+	}
+	err := e.store.DeletePushConfig(ctx, ownerFrom(ctx, req.Tenant), req.TaskID, req.ID)
+	if errors.Is(err, ErrNotFound) {
+		return a2a.NewError(a2a.ErrTaskNotFound, fmt.Sprintf("push config %s of task %s not found", req.ID, req.TaskID))
+	}
+	if err != nil {
+		return e.publicError(ctx, "delete push config", req.TaskID, err)
+	}
+	return nil
+}
+
+// GetExtendedAgentCard implements [a2asrv.RequestHandler].
+func (e *Engine) GetExtendedAgentCard(ctx context.Context, _ *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
+	if !e.cfg.caps.ExtendedAgentCard {
+		return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "this agent has no extended card")
+	}
+	if e.cfg.extendedCard == nil {
+		return nil, a2a.ErrExtendedCardNotConfigured
+	}
+	return e.cfg.extendedCard(ctx)
+}
+
+// Shutdown stops taking new messages and waits for running executions to
+// finish. When ctx ends first, the tasks still running are failed with a
+// status message saying the agent shut down, so their streams get a final
+// event. It does not close the store.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.closing.Store(true)
+	idle := make(chan struct{})
+	go func() { e.running.Wait(); close(idle) }()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+	}
+	e.mu.Lock()
+	var runs []*run
+	for _, h := range e.hubs {
+		h.mu.Lock()
+		if h.run != nil {
+			runs = append(runs, h.run)
+		}
+		h.mu.Unlock()
+	}
+	e.mu.Unlock()
+	for _, r := range runs {
+		r.abort("The agent shut down before this task finished. Send the request again.")
+	}
+	return ctx.Err()
+}

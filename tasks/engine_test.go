@@ -1,0 +1,362 @@
+package tasks_test
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/handoff-a2a/handoff/tasks"
+)
+
+// scriptExec behaves by the first word of the message text.
+type scriptExec struct {
+	release chan struct{} // "wait" blocks on it
+}
+
+func textOf(m *a2a.Message) string {
+	if m == nil || len(m.Parts) == 0 {
+		return ""
+	}
+	return m.Parts[0].Text()
+}
+
+func (x *scriptExec) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		text := textOf(ec.Message)
+		switch {
+		case text == "refuse":
+			yield(nil, a2a.NewError(a2a.ErrInvalidParams, "refused"))
+			return
+		case text == "message":
+			yield(a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("direct")), nil)
+			return
+		case text == "panic":
+			if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+				return
+			}
+			panic("boom")
+		case text == "bad":
+			if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+				return
+			}
+			yield(a2a.NewArtifactUpdateEvent(ec, "nope", a2a.NewTextPart("x")), nil)
+			return
+		case text == "hang":
+			if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+				return
+			}
+			<-ctx.Done()
+			return
+		}
+		if ec.StoredTask == nil && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+			return
+		}
+		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
+			return
+		}
+		switch text {
+		case "ask":
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("more?"))), nil)
+			return
+		case "wait":
+			select {
+			case <-x.release:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if !yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("echo: "+text)), nil) {
+			return
+		}
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+	}
+}
+
+func (x *scriptExec) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+func newEngine(t *testing.T, dir string, opts ...tasks.Option) (*tasks.Engine, *scriptExec, *tasks.BoltStore) {
+	t.Helper()
+	st, err := tasks.OpenBolt(filepath.Join(dir, "tasks.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &scriptExec{release: make(chan struct{})}
+	e, err := tasks.NewEngine(t.Context(), st, x, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		e.Shutdown(ctx)
+		st.Close()
+	})
+	return e, x, st
+}
+
+func send(text string) *a2a.SendMessageRequest {
+	return &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))}
+}
+
+func TestBlockingSend(t *testing.T) {
+	e, _, _ := newEngine(t, t.TempDir())
+	res, err := e.SendMessage(t.Context(), send("hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := res.(*a2a.Task)
+	if task.Status.State != a2a.TaskStateCompleted || len(task.Artifacts) != 1 || task.Artifacts[0].Parts[0].Text() != "echo: hi" {
+		t.Fatalf("task = %+v", task)
+	}
+	got, err := e.GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})
+	if err != nil || got.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("GetTask = %v, %v", got, err)
+	}
+	zero := 0
+	got, _ = e.GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID, HistoryLength: &zero})
+	if len(got.History) != 0 {
+		t.Fatalf("history with historyLength 0: %d", len(got.History))
+	}
+}
+
+func collect(t *testing.T, seq iter.Seq2[a2a.Event, error]) ([]a2a.Event, error) {
+	t.Helper()
+	var out []a2a.Event
+	for ev, err := range seq {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+func kinds(evs []a2a.Event) string {
+	var b []string
+	for _, ev := range evs {
+		switch e := ev.(type) {
+		case *a2a.Task:
+			b = append(b, "task:"+string(e.Status.State))
+		case *a2a.TaskStatusUpdateEvent:
+			b = append(b, "status:"+string(e.Status.State))
+		case *a2a.TaskArtifactUpdateEvent:
+			b = append(b, "artifact")
+		case *a2a.Message:
+			b = append(b, "message")
+		}
+	}
+	return strings.Join(b, ",")
+}
+
+func TestStreamAndSubscribers(t *testing.T) {
+	e, x, _ := newEngine(t, t.TempDir())
+	req := send("wait")
+	req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
+	res, err := e.SendMessage(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(*a2a.Task).ID
+	var wg sync.WaitGroup
+	results := make([]string, 2)
+	ready := make(chan struct{}, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var got []a2a.Event
+			for ev, err := range e.SubscribeToTask(t.Context(), &a2a.SubscribeToTaskRequest{ID: id}) {
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(got) == 0 {
+					ready <- struct{}{}
+				}
+				got = append(got, ev)
+			}
+			results[i] = kinds(got)
+		}()
+	}
+	<-ready
+	<-ready
+	close(x.release)
+	wg.Wait()
+	for i, r := range results {
+		if r != "task:TASK_STATE_SUBMITTED,status:TASK_STATE_WORKING,artifact,status:TASK_STATE_COMPLETED" &&
+			r != "task:TASK_STATE_WORKING,artifact,status:TASK_STATE_COMPLETED" {
+			t.Errorf("subscriber %d saw %s", i, r)
+		}
+	}
+	_, err = collect(t, e.SubscribeToTask(t.Context(), &a2a.SubscribeToTaskRequest{ID: id}))
+	if !errors.Is(err, a2a.ErrUnsupportedOperation) {
+		t.Fatalf("subscribe to finished task: %v", err)
+	}
+}
+
+func TestStreamNewTask(t *testing.T) {
+	e, _, _ := newEngine(t, t.TempDir())
+	evs, err := collect(t, e.SendStreamingMessage(t.Context(), send("hi")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(evs); got != "task:TASK_STATE_SUBMITTED,status:TASK_STATE_WORKING,artifact,status:TASK_STATE_COMPLETED" {
+		t.Fatalf("stream = %s", got)
+	}
+}
+
+func TestInputRequiredContinuation(t *testing.T) {
+	e, _, _ := newEngine(t, t.TempDir())
+	res, err := e.SendMessage(t.Context(), send("ask"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := res.(*a2a.Task)
+	if task.Status.State != a2a.TaskStateInputRequired {
+		t.Fatalf("state %s", task.Status.State)
+	}
+	next := send("answer")
+	next.Message.TaskID = task.ID
+	evs, err := collect(t, e.SendStreamingMessage(t.Context(), next))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(evs); got != "task:TASK_STATE_WORKING,status:TASK_STATE_WORKING,artifact,status:TASK_STATE_COMPLETED" {
+		t.Fatalf("continuation stream = %s", got)
+	}
+	final, _ := e.GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})
+	if n := len(final.History); n != 3 {
+		t.Fatalf("history has %d messages, want 3 (ask, question, answer)", n)
+	}
+	again := send("more")
+	again.Message.TaskID = task.ID
+	if _, err := e.SendMessage(t.Context(), again); !errors.Is(err, a2a.ErrUnsupportedOperation) {
+		t.Fatalf("message to completed task: %v", err)
+	}
+}
+
+func TestFailures(t *testing.T) {
+	e, _, _ := newEngine(t, t.TempDir(), tasks.WithIdleTimeout(200*time.Millisecond))
+	if _, err := e.SendMessage(t.Context(), send("refuse")); !errors.Is(err, a2a.ErrInvalidParams) {
+		t.Fatalf("refuse: %v", err)
+	}
+	res, err := e.SendMessage(t.Context(), send("message"))
+	if m, ok := res.(*a2a.Message); err != nil || !ok || textOf(m) != "direct" {
+		t.Fatalf("message: %v %v", res, err)
+	}
+	for _, text := range []string{"panic", "bad", "hang"} {
+		res, err := e.SendMessage(t.Context(), send(text))
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		task := res.(*a2a.Task)
+		if task.Status.State != a2a.TaskStateFailed || task.Status.Message == nil {
+			t.Fatalf("%s: state %s", text, task.Status.State)
+		}
+		t.Logf("%s: %s", text, textOf(task.Status.Message))
+	}
+	if _, err := e.GetTask(t.Context(), &a2a.GetTaskRequest{ID: "nope"}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("unknown task: %v", err)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	e, _, _ := newEngine(t, t.TempDir())
+	req := send("wait")
+	req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
+	res, err := e.SendMessage(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(*a2a.Task).ID
+	task, err := e.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: id})
+	if err != nil || task.Status.State != a2a.TaskStateCanceled {
+		t.Fatalf("cancel: %v %v", task, err)
+	}
+	if _, err := e.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: id}); !errors.Is(err, a2a.ErrTaskNotCancelable) {
+		t.Fatalf("second cancel: %v", err)
+	}
+}
+
+func TestRestartFailsRunningTasks(t *testing.T) {
+	dir := t.TempDir()
+	st, err := tasks.OpenBolt(filepath.Join(dir, "tasks.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &scriptExec{release: make(chan struct{})}
+	e, err := tasks.NewEngine(t.Context(), st, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := send("wait")
+	req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
+	res, err := e.SendMessage(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(*a2a.Task).ID
+	st.Close() // the process "dies": nothing more is written
+	close(x.release)
+
+	e2, _, _ := newEngine(t, dir)
+	got, err := e2.GetTask(t.Context(), &a2a.GetTaskRequest{ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.State != a2a.TaskStateFailed || !strings.Contains(textOf(got.Status.Message), "restarted") {
+		t.Fatalf("after restart: %s %q", got.Status.State, textOf(got.Status.Message))
+	}
+}
+
+func TestListTasks(t *testing.T) {
+	e, _, _ := newEngine(t, t.TempDir())
+	var ids []a2a.TaskID
+	for range 5 {
+		res, err := e.SendMessage(t.Context(), send("hi"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.(*a2a.Task).ID)
+	}
+	var seen []a2a.TaskID
+	token := ""
+	for {
+		page, err := e.ListTasks(t.Context(), &a2a.ListTasksRequest{PageSize: 2, PageToken: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page.TotalSize != 5 {
+			t.Fatalf("total %d", page.TotalSize)
+		}
+		for _, tk := range page.Tasks {
+			seen = append(seen, tk.ID)
+		}
+		if token = page.NextPageToken; token == "" {
+			break
+		}
+	}
+	if len(seen) != 5 {
+		t.Fatalf("saw %d tasks", len(seen))
+	}
+	for i := range seen { // newest first
+		if seen[i] != ids[len(ids)-1-i] {
+			t.Fatalf("order: %v vs %v", seen, ids)
+		}
+	}
+	if _, err := e.ListTasks(t.Context(), &a2a.ListTasksRequest{PageToken: "!!"}); !errors.Is(err, a2a.ErrInvalidParams) {
+		t.Fatalf("bad token: %v", err)
+	}
+}

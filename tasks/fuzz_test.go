@@ -1,0 +1,63 @@
+package tasks
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// FuzzDecodeTaskRecord feeds the store's decode path arbitrary bytes: it must
+// never panic, and whatever it accepts must survive a re-encode.
+func FuzzDecodeTaskRecord(f *testing.F) {
+	task := &a2a.Task{ID: "t1", ContextID: "c1", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted},
+		History:   []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))},
+		Artifacts: []*a2a.Artifact{{ID: "a", Parts: a2a.ContentParts{a2a.NewDataPart(map[string]any{"k": 1.0})}}}}
+	good, _ := json.Marshal(taskRecord{Owner: Owner{Principal: "p"}, Version: 3, Updated: time.Unix(1, 0), Task: task})
+	f.Add(good)
+	f.Add([]byte(`{"task":{"id":"t1"}}`))
+	f.Add([]byte(`{"task":null}`))
+	f.Add([]byte(`{"task":{"id":"t1","status":{"state":"TASK_STATE_WORKING"},"history":[{"parts":[{"raw":"AA=="}]}]}}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		snap, err := decodeTaskRecord("t1", b)
+		if err != nil {
+			return
+		}
+		again, err := json.Marshal(taskRecord{Owner: snap.Owner, Version: snap.Version, Updated: snap.Updated, Task: snap.Task})
+		if err != nil {
+			t.Fatalf("accepted record does not re-encode: %v", err)
+		}
+		if _, err := decodeTaskRecord("t1", again); err != nil {
+			t.Fatalf("re-encoded record does not decode: %v", err)
+		}
+	})
+}
+
+// FuzzDecodeEvent checks the event log's decode path the same way.
+func FuzzDecodeEvent(f *testing.F) {
+	for _, ev := range []a2a.Event{
+		a2a.NewStatusUpdateEvent(&a2a.Task{ID: "t", ContextID: "c"}, a2a.TaskStateWorking, nil),
+		&a2a.TaskArtifactUpdateEvent{TaskID: "t", ContextID: "c", Append: true, Artifact: &a2a.Artifact{ID: "a", Parts: a2a.ContentParts{a2a.NewTextPart("x")}}},
+		a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("m")),
+	} {
+		b, _ := json.Marshal(a2a.StreamResponse{Event: ev})
+		f.Add(b)
+	}
+	f.Add([]byte(`{"task":{},"message":{}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var sr a2a.StreamResponse
+		if json.Unmarshal(b, &sr) != nil {
+			return
+		}
+		again, err := json.Marshal(sr)
+		if err != nil {
+			t.Fatalf("accepted event does not re-encode: %v", err)
+		}
+		var back a2a.StreamResponse
+		if err := json.Unmarshal(again, &back); err != nil {
+			t.Fatalf("re-encoded event does not decode: %v", err)
+		}
+	})
+}

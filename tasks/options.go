@@ -1,0 +1,81 @@
+package tasks
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// An Option configures an [Engine].
+type Option interface{ apply(*engineConfig) }
+
+type optionFunc func(*engineConfig)
+
+func (f optionFunc) apply(c *engineConfig) { f(c) }
+
+type engineConfig struct {
+	caps          a2a.AgentCapabilities
+	maxConcurrent int
+	idleTimeout   time.Duration
+	extendedCard  func(context.Context) (*a2a.AgentCard, error)
+	logger        *slog.Logger
+	now           func() time.Time
+}
+
+func defaultConfig() engineConfig {
+	return engineConfig{
+		caps:          a2a.AgentCapabilities{Streaming: true},
+		maxConcurrent: 256,
+		idleTimeout:   2 * time.Minute,
+		logger:        slog.Default(),
+		now:           time.Now,
+	}
+}
+
+// WithCapabilities sets what the engine serves. By default streaming is on,
+// and push configs and the extended card are off: their methods answer
+// PushNotificationNotSupported and UnsupportedOperation.
+func WithCapabilities(c a2a.AgentCapabilities) Option {
+	return optionFunc(func(cfg *engineConfig) { cfg.caps = c })
+}
+
+// WithMaxConcurrent bounds the executions that run at once; further
+// messages wait for a slot until their request's context ends. The default
+// is 256.
+func WithMaxConcurrent(n int) Option {
+	return optionFunc(func(cfg *engineConfig) {
+		if n > 0 {
+			cfg.maxConcurrent = n
+		}
+	})
+}
+
+// WithIdleTimeout sets how long an executor may go without yielding an event
+// before its task is failed and its context cancelled. The default is two
+// minutes; zero or less turns the watchdog off.
+func WithIdleTimeout(d time.Duration) Option {
+	return optionFunc(func(cfg *engineConfig) { cfg.idleTimeout = d })
+}
+
+// WithExtendedCard sets the card served by GetExtendedAgentCard when the
+// capabilities declare it. Without it the method answers
+// ExtendedCardNotConfigured.
+func WithExtendedCard(f func(context.Context) (*a2a.AgentCard, error)) Option {
+	return optionFunc(func(cfg *engineConfig) { cfg.extendedCard = f })
+}
+
+// WithLogger sets the logger; the default is slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(cfg *engineConfig) {
+		if l != nil {
+			cfg.logger = l
+		}
+	})
+}
+
+// WithClock replaces time.Now, for tests.
+func WithClock(now func() time.Time) Option {
+	return optionFunc(func(cfg *engineConfig) { cfg.now = now })
+}

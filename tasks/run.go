@@ -1,0 +1,382 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+)
+
+// errCanceledByClient is the cause set on an execution's context when the
+// client cancels its task.
+var errCanceledByClient = errors.New("task canceled by the client")
+
+// errAgentIdle is the cause set when the executor stopped yielding events.
+var errAgentIdle = errors.New("agent stopped answering")
+
+// run is one execution of the agent for one task (or, for a task waiting for
+// input, one cancellation). Every event goes through emit, which applies it,
+// stores it and publishes it under mu, so the executor, a cancellation and
+// the idle watchdog never interleave their writes.
+type run struct {
+	e     *Engine
+	h     *hub
+	owner Owner
+	ec    *a2asrv.ExecutorContext
+
+	ctx  context.Context
+	stop context.CancelCauseFunc
+	// slot is true when the run holds an execution slot (a cancellation of a
+	// task waiting for input does not).
+	slot bool
+
+	pushConfig *a2a.PushConfig // saved with the task's first write
+
+	mu       sync.Mutex
+	cur      *Snapshot // last committed; nil until a new task's first write
+	ended    bool      // no more events are taken
+	msg      *a2a.Message
+	err      error // ends the run without a task
+	idle     *time.Timer
+	started  chan struct{} // closed at the first write or at the end
+	done     chan struct{} // closed when the run has ended
+	endOnce  sync.Once
+	startOne sync.Once
+}
+
+func (e *Engine) newRun(ctx context.Context, h *hub, owner Owner, ec *a2asrv.ExecutorContext, base *Snapshot, slot bool) *run {
+	// The execution outlives the request that started it (a blocking client
+	// may leave; the task goes on) but keeps its values: logger, call context.
+	ctx, stop := context.WithCancelCause(context.WithoutCancel(ctx))
+	return &run{e: e, h: h, owner: owner, ec: ec, ctx: ctx, stop: stop, cur: base, slot: slot,
+		started: make(chan struct{}), done: make(chan struct{})}
+}
+
+// execute runs the executor to its end. It owns one execution slot.
+func (r *run) execute() {
+	defer r.finish()
+	defer func() {
+		if p := recover(); p != nil {
+			r.e.cfg.logger.Error("agent panicked", slog.String("task_id", string(r.ec.TaskID)),
+				slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+			r.mu.Lock()
+			r.failLocked("The agent crashed while working on this task.")
+			r.mu.Unlock()
+		}
+	}()
+	if d := r.e.cfg.idleTimeout; d > 0 {
+		r.mu.Lock()
+		r.idle = time.AfterFunc(d, func() { r.stall(d) })
+		r.mu.Unlock()
+	}
+	if r.cur != nil { // a continued task: the new message joins its history
+		r.mu.Lock()
+		ok := r.commitLocked(nil, r.ec.Message)
+		r.mu.Unlock()
+		if !ok {
+			return
+		}
+	}
+	for ev, err := range r.e.exec.Execute(r.ctx, r.ec) {
+		if err != nil {
+			r.mu.Lock()
+			if r.cur == nil {
+				r.err = executorError(err)
+				r.ended = true
+			} else {
+				r.e.cfg.logger.Warn("agent failed", slog.String("task_id", string(r.ec.TaskID)), slog.Any("error", err))
+				r.failLocked("The agent failed: " + publicReason(err))
+			}
+			r.mu.Unlock()
+			return
+		}
+		if !r.emit(ev) {
+			return
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.ended:
+	case r.cur == nil:
+		r.err = a2a.NewError(a2a.ErrInvalidAgentResponse, "the agent finished without producing a task or a message")
+		r.ended = true
+	case !final(r.cur.Task.Status.State):
+		r.failLocked("The agent stopped without finishing this task.")
+	default:
+		r.ended = true
+	}
+}
+
+// executorError is what a client sees when the executor refused a message
+// before creating a task: its a2a error if it gave one, else a generic one.
+func executorError(err error) error {
+	var ae *a2a.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	for _, s := range []error{a2a.ErrInvalidParams, a2a.ErrUnsupportedOperation, a2a.ErrUnsupportedContentType,
+		a2a.ErrUnauthenticated, a2a.ErrUnauthorized, a2a.ErrTaskNotFound, a2a.ErrInvalidAgentResponse} {
+		if errors.Is(err, s) {
+			return err
+		}
+	}
+	return a2a.NewError(a2a.ErrInternalError, "the agent failed before creating a task")
+}
+
+// publicReason is the part of an executor's error safe to show a client.
+func publicReason(err error) string {
+	var ae *a2a.Error
+	if errors.As(err, &ae) && ae.Message != "" {
+		return ae.Message
+	}
+	return "see the agent's log for details"
+}
+
+// emit applies, stores and publishes one event. It returns false when the
+// executor should stop: the task became final, or the event was refused.
+func (r *run) emit(ev a2a.Event) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		return false
+	}
+	if r.idle != nil {
+		r.idle.Reset(r.e.cfg.idleTimeout)
+	}
+	if ev == nil {
+		r.failLocked("The agent produced an invalid event: nil.")
+		return false
+	}
+	if r.cur == nil {
+		if m, ok := ev.(*a2a.Message); ok { // a direct answer: no task is made
+			r.msg, r.ended = m, true
+			return false
+		}
+		if t, ok := ev.(*a2a.Task); ok && (t.ID != r.ec.TaskID || t.ContextID != r.ec.ContextID) {
+			r.err = a2a.NewError(a2a.ErrInvalidAgentResponse, "the agent produced a task with ids other than the ones it was given")
+			r.ended = true
+			return false
+		}
+	}
+	if !r.commitLocked(ev, nil) {
+		return false
+	}
+	if final(r.cur.Task.Status.State) {
+		r.ended = true
+		return false
+	}
+	return true
+}
+
+// commitLocked applies ev (or, with ev nil, adds msg to the history) and
+// writes the result. For a new task whose executor did not start with the
+// task itself, the submitted task is made first, in the same write.
+func (r *run) commitLocked(ev a2a.Event, msg *a2a.Message) bool {
+	now := r.e.cfg.now()
+	var evs []a2a.Event
+	next := r.cur
+	if next == nil {
+		if _, ok := ev.(*a2a.Task); !ok {
+			t := a2a.NewSubmittedTask(r.ec, r.ec.Message)
+			var err error
+			if next, err = apply(nil, t, now); err != nil {
+				r.err = a2a.NewError(a2a.ErrInternalError, err.Error())
+				r.ended = true
+				return false
+			}
+			evs = append(evs, t)
+		}
+	}
+	if msg != nil {
+		// A continued task is working again, and the question it asked moves
+		// to the history before the answer.
+		t := *next.Task
+		t.History = t.History[:len(t.History):len(t.History)]
+		if t.Status.Message != nil {
+			t.History = append(t.History, t.Status.Message)
+		}
+		t.History = append(t.History, msg)
+		t.Status = a2a.TaskStatus{State: a2a.TaskStateWorking, Timestamp: &now}
+		next = &Snapshot{Task: &t, Owner: next.Owner, Version: next.Version + 1, Updated: now}
+		evs = append(evs, &t)
+	} else {
+		n, err := apply(next, ev, now)
+		if err != nil {
+			if len(evs) > 0 || r.cur != nil {
+				r.failLocked("The agent produced an invalid event sequence: " + err.Error())
+			} else {
+				r.err = a2a.NewError(a2a.ErrInvalidAgentResponse, "the agent produced an invalid first event: "+err.Error())
+				r.ended = true
+			}
+			return false
+		}
+		next = n
+		evs = append(evs, ev)
+	}
+	next.Owner = r.owner
+	if err := r.e.store.Append(context.WithoutCancel(r.ctx), next, evs); err != nil {
+		r.e.cfg.logger.Error("store task event", slog.String("task_id", string(r.ec.TaskID)), slog.Any("error", err))
+		if r.cur == nil {
+			r.err = a2a.NewError(a2a.ErrInternalError, "the agent could not store the task")
+		}
+		r.ended = true
+		r.stop(err)
+		return false
+	}
+	if r.cur == nil && r.pushConfig != nil {
+		c := *r.pushConfig
+		c.TaskID = r.ec.TaskID
+		if c.ID == "" {
+			c.ID = string(r.ec.TaskID)
+		}
+		if err := r.e.store.PutPushConfig(context.WithoutCancel(r.ctx), r.owner, &c); err != nil {
+			r.e.cfg.logger.Error("store push config", slog.String("task_id", string(r.ec.TaskID)), slog.Any("error", err))
+		}
+	}
+	first := version(r.cur) + 1
+	stored := make([]Event, len(evs))
+	for i, e := range evs {
+		stored[i] = Event{Seq: first + uint64(i), Event: e}
+	}
+	r.cur = next
+	r.h.mu.Lock()
+	r.h.publishLocked(next, stored)
+	r.h.mu.Unlock()
+	r.startOne.Do(func() { close(r.started) })
+	return true
+}
+
+func version(s *Snapshot) uint64 {
+	if s == nil {
+		return 0
+	}
+	return s.Version
+}
+
+// failLocked ends the task failed with a status message for the client. A
+// run that has no task yet ends with an error instead.
+func (r *run) failLocked(reason string) {
+	if r.ended {
+		return
+	}
+	if r.cur == nil {
+		r.err = a2a.NewError(a2a.ErrInvalidAgentResponse, reason)
+		r.ended = true
+		return
+	}
+	ev := a2a.NewStatusUpdateEvent(r.cur.Task, a2a.TaskStateFailed, agentMessage(r.cur.Task, reason))
+	r.commitLocked(ev, nil)
+	r.ended = true
+}
+
+// stall fails a task whose executor yielded nothing for d.
+func (r *run) stall(d time.Duration) {
+	r.mu.Lock()
+	if r.ended {
+		r.mu.Unlock()
+		return
+	}
+	r.e.cfg.logger.Warn("agent stopped answering", slog.String("task_id", string(r.ec.TaskID)), slog.Duration("idle", d))
+	r.failLocked(fmt.Sprintf("The agent stopped answering: no event for %s.", d))
+	r.mu.Unlock()
+	r.stop(errAgentIdle)
+	r.finish() // waiters go on even if the executor never returns
+}
+
+// abort fails the task because the agent is shutting down.
+func (r *run) abort(reason string) {
+	r.mu.Lock()
+	r.failLocked(reason)
+	r.mu.Unlock()
+	r.stop(context.Canceled)
+	r.finish()
+}
+
+// cancel asks the executor to cancel the task and makes sure it ends
+// canceled. retry is true when the run ended meanwhile and the caller should
+// look at the task again.
+func (r *run) cancel(ctx context.Context, meta map[string]any) (t *a2a.Task, retry bool, err error) {
+	r.mu.Lock()
+	if r.ended {
+		r.mu.Unlock()
+		return nil, true, nil
+	}
+	if r.cur == nil {
+		r.mu.Unlock()
+		return nil, true, nil
+	}
+	ec := *r.ec
+	ec.StoredTask, ec.Message = r.cur.Task, nil
+	if meta != nil {
+		ec.Metadata = meta
+	}
+	r.mu.Unlock()
+
+	for ev, err := range r.e.exec.Cancel(ctx, &ec) {
+		if err != nil {
+			return nil, false, executorError(err)
+		}
+		if !r.emit(ev) {
+			break
+		}
+	}
+	r.mu.Lock()
+	if !r.ended {
+		r.commitLocked(a2a.NewStatusUpdateEvent(r.cur.Task, a2a.TaskStateCanceled, nil), nil)
+		r.ended = true
+	}
+	cur := r.cur
+	r.mu.Unlock()
+	r.stop(errCanceledByClient)
+	if s := cur.Task.Status.State; s != a2a.TaskStateCanceled {
+		return nil, false, a2a.NewError(a2a.ErrTaskNotCancelable, fmt.Sprintf("task %s is %s and cannot be canceled", cur.Task.ID, stateName(s)))
+	}
+	return cur.Task, false, nil
+}
+
+// finish releases the run's slot and hub and wakes its waiters, once.
+func (r *run) finish() {
+	r.endOnce.Do(func() {
+		r.mu.Lock()
+		r.ended = true
+		if r.idle != nil {
+			r.idle.Stop()
+		}
+		r.mu.Unlock()
+		r.startOne.Do(func() { close(r.started) })
+		r.h.mu.Lock()
+		if r.h.run == r {
+			r.h.run = nil
+		}
+		r.h.signalLocked()
+		r.h.mu.Unlock()
+		close(r.done)
+		r.e.release(r.h.taskID(), r.h)
+		if r.slot {
+			<-r.e.slots
+		}
+		r.e.running.Done()
+	})
+}
+
+// result is what a blocking SendMessage answers once the run has started or ended.
+func (r *run) result() (a2a.SendMessageResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.err != nil:
+		return nil, r.err
+	case r.msg != nil:
+		return r.msg, nil
+	case r.cur != nil:
+		return r.cur.Task, nil
+	}
+	return nil, a2a.NewError(a2a.ErrInvalidAgentResponse, "the agent produced nothing")
+}

@@ -1,0 +1,106 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// Errors returned by a [Store].
+var (
+	// ErrNotFound means the task (or push config) does not exist, or belongs
+	// to another owner: the two are never told apart.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict means the task changed since the version the writer read.
+	ErrConflict = errors.New("concurrent modification")
+	// ErrCorrupt means a stored record could not be decoded.
+	ErrCorrupt = errors.New("corrupt record")
+)
+
+// Owner is the caller a task is bound to at creation. Every later read and
+// write of the task is checked against it.
+type Owner struct {
+	// Principal identifies the caller; all anonymous callers share one.
+	Principal string `json:"principal"`
+	// Tenant is the A2A tenant the task was created under.
+	Tenant string `json:"tenant,omitempty"`
+}
+
+// Snapshot is a task as of one point in its event log. A Snapshot handed out
+// by a Store or the Engine is immutable: callers must copy before changing.
+type Snapshot struct {
+	Task  *a2a.Task
+	Owner Owner
+	// Version is the sequence number of the last event applied; the first
+	// event of a task has sequence 1.
+	Version uint64
+	// Updated is when the task's status last changed; lists are ordered by it.
+	Updated time.Time
+}
+
+// Event is one entry of a task's event log.
+type Event struct {
+	Seq   uint64
+	Event a2a.Event
+}
+
+// ListQuery selects one owner's tasks, newest status first.
+type ListQuery struct {
+	Owner     Owner
+	ContextID string
+	State     a2a.TaskState
+	// UpdatedAfter, when set, keeps tasks whose status changed after it.
+	UpdatedAfter *time.Time
+	// PageSize is the number of tasks per page (1 to 100).
+	PageSize int
+	// PageToken continues a previous page; empty for the first one.
+	PageToken string
+}
+
+// ListPage is one page of a [ListQuery].
+type ListPage struct {
+	Tasks         []*Snapshot
+	TotalSize     int
+	NextPageToken string
+}
+
+// PushConfig is a stored push notification config of one task.
+type PushConfig struct {
+	Owner  Owner
+	Config *a2a.PushConfig
+}
+
+// Store keeps tasks, their event logs and their push configs. Every method
+// is safe for concurrent use. Implementations must make [Store.Append]
+// atomic: the events and the snapshot are written together or not at all,
+// and once Append returns nil they survive a crash.
+type Store interface {
+	// Append adds events to the end of the task's log and replaces its
+	// snapshot. next.Version must be the stored version plus len(events)
+	// (a new task has stored version 0); otherwise it fails with ErrConflict.
+	Append(ctx context.Context, next *Snapshot, events []a2a.Event) error
+	// Get returns the task's latest snapshot, or ErrNotFound when it does
+	// not exist or belongs to another owner.
+	Get(ctx context.Context, owner Owner, id a2a.TaskID) (*Snapshot, error)
+	// Events returns the task's log entries with a sequence number above after.
+	Events(ctx context.Context, owner Owner, id a2a.TaskID, after uint64) ([]Event, error)
+	// List returns one page of the owner's tasks, newest status first.
+	List(ctx context.Context, q ListQuery) (*ListPage, error)
+	// Unfinished returns every task, of any owner, whose state is submitted or
+	// working: after a restart these are tasks whose execution was lost.
+	Unfinished(ctx context.Context) ([]*Snapshot, error)
+
+	// PutPushConfig stores (or replaces) a push config of the task.
+	PutPushConfig(ctx context.Context, owner Owner, cfg *a2a.PushConfig) error
+	// GetPushConfig returns one push config, or ErrNotFound.
+	GetPushConfig(ctx context.Context, owner Owner, task a2a.TaskID, id string) (*a2a.PushConfig, error)
+	// ListPushConfigs returns the task's push configs ordered by id.
+	ListPushConfigs(ctx context.Context, owner Owner, task a2a.TaskID) ([]*a2a.PushConfig, error)
+	// DeletePushConfig removes one push config; ErrNotFound if absent.
+	DeletePushConfig(ctx context.Context, owner Owner, task a2a.TaskID, id string) error
+
+	// Close releases the store. Calls after Close fail.
+	Close() error
+}
