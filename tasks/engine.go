@@ -7,7 +7,6 @@ import (
 	"iter"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -34,9 +33,15 @@ type Engine struct {
 	mu   sync.Mutex
 	hubs map[a2a.TaskID]*hub
 
-	slots   chan struct{} // one token per running execution
-	running sync.WaitGroup
-	closing atomic.Bool
+	slots chan struct{} // one token per running execution
+
+	// life orders run starts against Shutdown: a run counted in active has
+	// started before closing was set, and Shutdown waits for all of them.
+	life    sync.Mutex
+	closing bool
+	active  int
+	idle    chan struct{} // closed when closing and active reaches zero
+	isIdle  bool          // idle is closed
 }
 
 var _ a2asrv.RequestHandler = (*Engine)(nil)
@@ -55,6 +60,7 @@ func NewEngine(ctx context.Context, store Store, exec a2asrv.AgentExecutor, opts
 		cfg:   cfg,
 		hubs:  make(map[a2a.TaskID]*hub),
 		slots: make(chan struct{}, cfg.maxConcurrent),
+		idle:  make(chan struct{}),
 	}
 	if err := e.recover(ctx); err != nil {
 		return nil, err
@@ -159,6 +165,34 @@ func (e *Engine) release(id a2a.TaskID, h *hub) {
 	h.refs--
 	if h.refs == 0 && e.hubs[id] == h {
 		delete(e.hubs, id)
+	}
+}
+
+// beginRun counts a run that is starting. Unless always (a cancellation,
+// which the request that asks for it waits for anyway), it refuses once the
+// engine is shutting down.
+func (e *Engine) beginRun(always bool) bool {
+	e.life.Lock()
+	defer e.life.Unlock()
+	if e.closing && !always {
+		return false
+	}
+	e.active++
+	return true
+}
+
+// endRun uncounts a run, waking Shutdown after the last one.
+func (e *Engine) endRun() {
+	e.life.Lock()
+	defer e.life.Unlock()
+	e.active--
+	e.markIdleLocked()
+}
+
+func (e *Engine) markIdleLocked() {
+	if e.closing && e.active == 0 && !e.isIdle {
+		e.isIdle = true
+		close(e.idle)
 	}
 }
 
@@ -278,9 +312,6 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (*run, 
 	if err := validateMessage(req); err != nil {
 		return nil, nil, err
 	}
-	if e.closing.Load() {
-		return nil, nil, a2a.NewError(a2a.ErrServerError, "the agent is shutting down; try again later")
-	}
 	if req.Config != nil && req.Config.PushConfig != nil {
 		if !e.cfg.caps.PushNotifications {
 			return nil, nil, a2a.NewError(a2a.ErrPushNotificationNotSupported, "this agent does not send push notifications")
@@ -302,6 +333,16 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (*run, 
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
 	}
+	if !e.beginRun(false) {
+		<-e.slots
+		return nil, nil, a2a.NewError(a2a.ErrServerError, "the agent is shutting down; try again later")
+	}
+	started := false
+	defer func() {
+		if !started {
+			e.endRun()
+		}
+	}()
 	var (
 		h    *hub
 		base *Snapshot
@@ -356,7 +397,7 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (*run, 
 	if req.Config != nil && req.Config.PushConfig != nil {
 		r.pushConfig = req.Config.PushConfig
 	}
-	e.running.Add(1)
+	started = true
 	go r.execute()
 	return r, base, nil
 }
@@ -526,7 +567,7 @@ func (e *Engine) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a
 			ec := &a2asrv.ExecutorContext{TaskID: req.ID, ContextID: snap.Task.ContextID, StoredTask: snap.Task, Metadata: req.Metadata, Tenant: owner.Tenant}
 			r = e.newRun(ctx, h, owner, ec, snap, false)
 			h.run, mine = r, true
-			e.running.Add(1)
+			e.beginRun(true)
 		}
 		h.mu.Unlock()
 		if mine {
@@ -652,11 +693,14 @@ func (e *Engine) GetExtendedAgentCard(ctx context.Context, _ *a2a.GetExtendedAge
 // status message saying the agent shut down, so their streams get a final
 // event. It does not close the store.
 func (e *Engine) Shutdown(ctx context.Context) error {
-	e.closing.Store(true)
-	idle := make(chan struct{})
-	go func() { e.running.Wait(); close(idle) }()
+	e.life.Lock()
+	if !e.closing {
+		e.closing = true
+		e.markIdleLocked()
+	}
+	e.life.Unlock()
 	select {
-	case <-idle:
+	case <-e.idle:
 		return nil
 	case <-ctx.Done():
 	}

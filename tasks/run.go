@@ -362,7 +362,7 @@ func (r *run) finish() {
 		if r.slot {
 			<-r.e.slots
 		}
-		r.e.running.Done()
+		r.e.endRun()
 	})
 }
 
