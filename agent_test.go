@@ -178,3 +178,38 @@ func FuzzJSONRPCRequest(f *testing.F) {
 		}
 	})
 }
+
+func TestCardUsesPublicURL(t *testing.T) {
+	c := testConfig(t)
+	c.PublicURL = "https://agents.example.com/handoff/"
+	url := startAgent(t, c)
+	resp, err := http.Get(url + "/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var card struct {
+		URL                 string `json:"url"`
+		SupportedInterfaces []struct {
+			URL, ProtocolBinding, ProtocolVersion string
+		} `json:"supportedInterfaces"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&card); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"JSONRPC 1.0": "https://agents.example.com/handoff/a2a/jsonrpc", "HTTP+JSON 1.0": "https://agents.example.com/handoff/a2a/rest",
+		"GRPC 1.0": "https://agents.example.com/handoff", "JSONRPC 0.3": "https://agents.example.com/handoff/a2a/jsonrpc",
+		"HTTP+JSON 0.3": "https://agents.example.com/handoff/a2a/rest",
+	}
+	for _, i := range card.SupportedInterfaces {
+		key := i.ProtocolBinding + " " + i.ProtocolVersion
+		if want[key] != i.URL {
+			t.Errorf("%s at %q, want %q", key, i.URL, want[key])
+		}
+		delete(want, key)
+	}
+	if len(want) != 0 || card.URL != "https://agents.example.com/handoff/a2a/jsonrpc" {
+		t.Fatalf("missing %v; 0.3 url %q", want, card.URL)
+	}
+}

@@ -360,3 +360,122 @@ func TestListTasks(t *testing.T) {
 		t.Fatalf("bad token: %v", err)
 	}
 }
+
+func TestCapabilityChecks(t *testing.T) {
+	e, _, _ := newEngine(t, t.TempDir(), tasks.WithCapabilities(a2a.AgentCapabilities{}))
+	if _, err := collect(t, e.SendStreamingMessage(t.Context(), send("hi"))); !errors.Is(err, a2a.ErrUnsupportedOperation) {
+		t.Fatalf("stream without streaming: %v", err)
+	}
+	if _, err := collect(t, e.SubscribeToTask(t.Context(), &a2a.SubscribeToTaskRequest{ID: "x"})); !errors.Is(err, a2a.ErrUnsupportedOperation) {
+		t.Fatalf("subscribe without streaming: %v", err)
+	}
+	if _, err := e.CreateTaskPushConfig(t.Context(), &a2a.PushConfig{TaskID: "x", URL: "https://example.com"}); !errors.Is(err, a2a.ErrPushNotificationNotSupported) {
+		t.Fatalf("push without capability: %v", err)
+	}
+	if _, err := e.GetExtendedAgentCard(t.Context(), &a2a.GetExtendedAgentCardRequest{}); !errors.Is(err, a2a.ErrUnsupportedOperation) {
+		t.Fatalf("extended card without capability: %v", err)
+	}
+}
+
+func TestExtendedCard(t *testing.T) {
+	card := &a2a.AgentCard{Name: "extended"}
+	e, _, _ := newEngine(t, t.TempDir(), tasks.WithCapabilities(a2a.AgentCapabilities{ExtendedAgentCard: true}),
+		tasks.WithExtendedCard(func(context.Context) (*a2a.AgentCard, error) { return card, nil }))
+	got, err := e.GetExtendedAgentCard(t.Context(), &a2a.GetExtendedAgentCardRequest{})
+	if err != nil || got.Name != "extended" {
+		t.Fatalf("extended card: %v %v", got, err)
+	}
+}
+
+func TestPushConfigs(t *testing.T) {
+	e, _, _ := newEngine(t, t.TempDir(), tasks.WithCapabilities(a2a.AgentCapabilities{PushNotifications: true}))
+	req := send("hi")
+	req.Config = &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: "https://hooks.example/1", Token: "tok"}}
+	res, err := e.SendMessage(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(*a2a.Task).ID
+	if _, err := e.CreateTaskPushConfig(t.Context(), &a2a.PushConfig{TaskID: id, ID: "b", URL: "https://hooks.example/2"}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := e.ListTaskPushConfigs(t.Context(), &a2a.ListTaskPushConfigRequest{TaskID: id})
+	if err != nil || len(list.Configs) != 2 {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	got, err := e.GetTaskPushConfig(t.Context(), &a2a.GetTaskPushConfigRequest{TaskID: id, ID: "b"})
+	if err != nil || got.URL != "https://hooks.example/2" {
+		t.Fatalf("get: %+v %v", got, err)
+	}
+	if err := e.DeleteTaskPushConfig(t.Context(), &a2a.DeleteTaskPushConfigRequest{TaskID: id, ID: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.GetTaskPushConfig(t.Context(), &a2a.GetTaskPushConfigRequest{TaskID: id, ID: "b"}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("get deleted: %v", err)
+	}
+	if _, err := e.CreateTaskPushConfig(t.Context(), &a2a.PushConfig{TaskID: "nope", URL: "https://x"}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("config for unknown task: %v", err)
+	}
+	if _, err := e.CreateTaskPushConfig(t.Context(), &a2a.PushConfig{TaskID: id}); !errors.Is(err, a2a.ErrInvalidParams) {
+		t.Fatalf("config without url: %v", err)
+	}
+}
+
+// TestConcurrencyBound: with one slot, a second message waits until the
+// first task finishes, and gives up when its context ends.
+func TestConcurrencyBound(t *testing.T) {
+	e, x, _ := newEngine(t, t.TempDir(), tasks.WithMaxConcurrent(1))
+	req := send("wait")
+	req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
+	if _, err := e.SendMessage(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := e.SendMessage(short, send("hi")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second message with no slot: %v", err)
+	}
+	close(x.release)
+	res, err := e.SendMessage(t.Context(), send("hi"))
+	if err != nil || res.(*a2a.Task).Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("after the slot freed: %v %v", res, err)
+	}
+}
+
+// TestOwnersAreIsolated: another caller's task reads exactly as a missing one.
+func TestOwnersAreIsolated(t *testing.T) {
+	e, _, _ := newEngine(t, t.TempDir())
+	alice := asUser(t.Context(), "alice")
+	res, err := e.SendMessage(alice, send("hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(*a2a.Task).ID
+	bob := asUser(t.Context(), "bob")
+	if _, err := e.GetTask(bob, &a2a.GetTaskRequest{ID: id}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("bob reads alice's task: %v", err)
+	}
+	if _, err := e.CancelTask(bob, &a2a.CancelTaskRequest{ID: id}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("bob cancels alice's task: %v", err)
+	}
+	if page, _ := e.ListTasks(bob, &a2a.ListTasksRequest{}); len(page.Tasks) != 0 {
+		t.Fatalf("bob lists %d tasks", len(page.Tasks))
+	}
+	cont := send("more")
+	cont.Message.TaskID = id
+	if _, err := e.SendMessage(bob, cont); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("bob continues alice's task: %v", err)
+	}
+	if _, err := collect(t, e.SubscribeToTask(bob, &a2a.SubscribeToTaskRequest{ID: id})); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("bob subscribes to alice's task: %v", err)
+	}
+	if _, err := e.GetTask(alice, &a2a.GetTaskRequest{ID: id}); err != nil {
+		t.Fatalf("alice reads her task: %v", err)
+	}
+}
+
+func asUser(ctx context.Context, name string) context.Context {
+	ctx, cc := a2asrv.NewCallContext(ctx, nil)
+	cc.User = a2asrv.NewAuthenticatedUser(name, nil)
+	return ctx
+}
