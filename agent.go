@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -19,6 +20,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/handoff-a2a/handoff/internal/a2aconnect"
+	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/tasks"
 )
 
@@ -44,6 +46,9 @@ type Agent struct {
 	store   *tasks.BoltStore
 	engine  *tasks.Engine
 	handler a2asrv.RequestHandler
+	authn   *auth.Authenticator
+	// extended is the extended card, set when the routes know the base URL.
+	extended atomic.Pointer[a2a.AgentCard]
 
 	closeOnce sync.Once
 	closeErr  error
@@ -70,6 +75,10 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 	if o.logger == nil {
 		o.logger = NewLogger(cfg)
 	}
+	authn, err := newAuthenticator(&cfg.Auth)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
@@ -80,10 +89,15 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 		}
 		return nil, err
 	}
+	a := &Agent{cfg: cfg, log: o.logger, store: store, authn: authn}
 	engine, err := tasks.NewEngine(ctx, store, newSkillRouter(cfg),
 		tasks.WithCapabilities(a2a.AgentCapabilities{
 			Streaming:         *cfg.Capabilities.Streaming,
 			PushNotifications: cfg.Capabilities.PushNotifications,
+			ExtendedAgentCard: cfg.ExtendedCard != nil,
+		}),
+		tasks.WithExtendedCard(func(ctx context.Context) (*a2a.AgentCard, error) {
+			return extendedCard(a.extended.Load())(ctx)
 		}),
 		tasks.WithMaxConcurrent(cfg.Limits.MaxConcurrentTasks),
 		tasks.WithIdleTimeout(cfg.Limits.ExecutorIdleTimeout.Duration),
@@ -93,31 +107,29 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 		store.Close()
 		return nil, err
 	}
-	return &Agent{
-		cfg:     cfg,
-		log:     o.logger,
-		store:   store,
-		engine:  engine,
-		handler: &a2asrv.InterceptedHandler{Handler: engine, Logger: o.logger},
-	}, nil
+	a.engine = engine
+	a.handler = &a2asrv.InterceptedHandler{Handler: engine, Logger: o.logger,
+		Interceptors: []a2asrv.CallInterceptor{principalInterceptor{}}}
+	return a, nil
 }
 
 // Handler returns the agent's routes, with the card's URLs under base:
 // the card, JSON-RPC and REST (1.0, or 0.3 by A2A-Version), gRPC, health.
 func (a *Agent) Handler(base string) http.Handler {
 	card := buildCard(a.cfg, base)
+	a.extended.Store(buildExtendedCard(a.cfg, card))
 	limit := a.cfg.Limits.MaxBodyBytes
 	mux := http.NewServeMux()
 	cardHandler := a2asrv.NewAgentCardHandler(a2av0.NewStaticAgentCardProducer(card))
 	mux.Handle(a2asrv.WellKnownAgentCardPath, cardHandler)
 
-	mux.Handle("POST "+pathJSONRPC, limitBody(limit, true, versioned(
-		a2asrv.NewJSONRPCHandler(a.handler), a2av0.NewJSONRPCHandler(a.handler), true)))
-	mux.Handle(pathREST+"/", limitBody(limit, false, versioned(
+	mux.Handle("POST "+pathJSONRPC, limitBody(limit, true, authenticate(a.authn, bindingJSONRPC, versioned(
+		a2asrv.NewJSONRPCHandler(a.handler), a2av0.NewJSONRPCHandler(a.handler), true))))
+	mux.Handle(pathREST+"/", limitBody(limit, false, authenticate(a.authn, bindingREST, versioned(
 		sseErrorAsHTTP(http.StripPrefix(pathREST, a2asrv.NewRESTHandler(a.handler))),
-		sseErrorAsHTTP(http.StripPrefix(pathREST, a2av0.NewRESTHandler(a.handler))), false)))
+		sseErrorAsHTTP(http.StripPrefix(pathREST, a2av0.NewRESTHandler(a.handler))), false))))
 	grpcPath, grpcHandler := a2aconnect.NewHandler(a.handler, connect.WithReadMaxBytes(int(limit)))
-	mux.Handle(grpcPath, grpcHandler)
+	mux.Handle(grpcPath, authenticate(a.authn, bindingConnect, grpcHandler))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprintln(w, "ok")

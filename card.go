@@ -32,6 +32,7 @@ func buildCard(c *Config, base string) *a2a.AgentCard {
 		Capabilities: a2a.AgentCapabilities{
 			Streaming:         *c.Capabilities.Streaming,
 			PushNotifications: c.Capabilities.PushNotifications,
+			ExtendedAgentCard: c.ExtendedCard != nil,
 		},
 		DefaultInputModes:  c.DefaultInputModes,
 		DefaultOutputModes: c.DefaultOutputModes,
@@ -40,15 +41,36 @@ func buildCard(c *Config, base string) *a2a.AgentCard {
 	if c.Provider != nil {
 		card.Provider = &a2a.AgentProvider{Org: c.Provider.Organization, URL: c.Provider.URL}
 	}
-	for _, s := range c.Skills {
+	card.SecuritySchemes, card.SecurityRequirements = securitySchemes(&c.Auth)
+	card.Skills = skills(c.Skills)
+	return card
+}
+
+func skills(cs []SkillConfig) []a2a.AgentSkill {
+	out := []a2a.AgentSkill{}
+	for _, s := range cs {
 		tags := s.Tags
 		if tags == nil {
 			tags = []string{}
 		}
-		card.Skills = append(card.Skills, a2a.AgentSkill{
+		out = append(out, a2a.AgentSkill{
 			ID: s.ID, Name: s.Name, Description: s.Description, Tags: tags,
 			Examples: s.Examples, InputModes: s.InputModes, OutputModes: s.OutputModes,
 		})
 	}
-	return card
+	return out
+}
+
+// buildExtendedCard is the public card plus what extended_card adds; nil
+// when the config has none.
+func buildExtendedCard(c *Config, public *a2a.AgentCard) *a2a.AgentCard {
+	if c.ExtendedCard == nil {
+		return nil
+	}
+	ext := *public
+	if c.ExtendedCard.Description != "" {
+		ext.Description = c.ExtendedCard.Description
+	}
+	ext.Skills = append(append([]a2a.AgentSkill{}, public.Skills...), skills(c.ExtendedCard.Skills)...)
+	return &ext
 }

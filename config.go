@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/handoff-a2a/handoff/internal/auth"
 )
 
 // ErrNoConfig is wrapped by [LoadConfig] when the file does not exist.
@@ -46,6 +48,12 @@ type Config struct {
 
 	// Skills are what the agent can do; at least one.
 	Skills []SkillConfig `yaml:"skills"`
+
+	// Auth says who may call the agent. Default: nobody (fail closed).
+	Auth AuthConfig `yaml:"auth"`
+	// ExtendedCard adds to the card that GetExtendedAgentCard shows
+	// authenticated callers. Unset: the method answers UnsupportedOperation.
+	ExtendedCard *ExtendedCardConfig `yaml:"extended_card"`
 
 	path string // the file it came from, for messages
 }
@@ -98,6 +106,53 @@ type SkillConfig struct {
 	// Executor names the built-in executor that performs the skill: "tck",
 	// the A2A test kit's conformance behaviour.
 	Executor string `yaml:"executor"`
+}
+
+// AuthConfig lists the accepted credentials. They appear on the card as
+// security schemes, and every A2A method, on every binding, requires one of
+// them unless Anonymous is true.
+type AuthConfig struct {
+	// Anonymous serves callers without credentials; they share one owner.
+	// Bad credentials are refused even then. Default false.
+	Anonymous bool `yaml:"anonymous"`
+	// APIKeyHeader is the header API keys travel in. Default X-API-Key.
+	APIKeyHeader string `yaml:"api_key_header"`
+	// APIKeys are accepted keys, known by their SHA-256 only
+	// ("handoff keys hash" prints it).
+	APIKeys []APIKeyConfig `yaml:"api_keys"`
+	// JWTIssuers are trusted issuers of bearer JWTs.
+	JWTIssuers []JWTIssuerConfig `yaml:"jwt_issuers"`
+}
+
+// APIKeyConfig is one accepted API key.
+type APIKeyConfig struct {
+	// Name identifies the caller (its principal is "key:NAME").
+	Name string `yaml:"name"`
+	// SHA256 is the hex SHA-256 of the key.
+	SHA256 string `yaml:"sha256"`
+	// Tenant binds the caller to a tenant; optional.
+	Tenant string `yaml:"tenant"`
+}
+
+// JWTIssuerConfig is one trusted JWT issuer. Exactly one of JWKSURL and
+// JWKSFile is set.
+type JWTIssuerConfig struct {
+	Issuer   string `yaml:"issuer"`
+	Audience string `yaml:"audience"`
+	JWKSURL  string `yaml:"jwks_url"`
+	JWKSFile string `yaml:"jwks_file"`
+	// ClockSkew is allowed on exp, nbf and iat. Default 60s.
+	ClockSkew *Duration `yaml:"clock_skew"`
+	// TenantClaim names the claim carrying the caller's tenant; optional.
+	TenantClaim string `yaml:"tenant_claim"`
+}
+
+// ExtendedCardConfig is what the extended card adds to the public one.
+type ExtendedCardConfig struct {
+	// Description replaces the public description when set.
+	Description string `yaml:"description"`
+	// Skills are listed after the public ones.
+	Skills []SkillConfig `yaml:"skills"`
 }
 
 // Duration is a time.Duration written as in Go ("1m30s") in YAML.
@@ -188,6 +243,14 @@ func (c *Config) applyDefaults() {
 	if c.Limits.ShutdownGrace == nil {
 		c.Limits.ShutdownGrace = &Duration{10 * time.Second}
 	}
+	if c.Auth.APIKeyHeader == "" {
+		c.Auth.APIKeyHeader = auth.DefaultAPIKeyHeader
+	}
+	for i := range c.Auth.JWTIssuers {
+		if c.Auth.JWTIssuers[i].ClockSkew == nil {
+			c.Auth.JWTIssuers[i].ClockSkew = &Duration{time.Minute}
+		}
+	}
 	if c.Log.Level == "" {
 		c.Log.Level = "info"
 	}
@@ -239,6 +302,40 @@ func (c *Config) validate() error {
 	}
 	if len(c.Skills) == 0 {
 		bad("skills", "at least one skill is required")
+	}
+	if !c.Auth.Anonymous && len(c.Auth.APIKeys) == 0 && len(c.Auth.JWTIssuers) == 0 {
+		bad("auth", "no caller could ever be served: set anonymous: true, or configure api_keys or jwt_issuers")
+	}
+	for i, k := range c.Auth.APIKeys {
+		key := fmt.Sprintf("auth.api_keys[%d]", i)
+		if k.Name == "" {
+			bad(key+".name", "is required")
+		}
+		if _, err := auth.ParseAPIKeyHash(k.SHA256); err != nil {
+			bad(key+".sha256", "%v", err)
+		}
+	}
+	for i, j := range c.Auth.JWTIssuers {
+		key := fmt.Sprintf("auth.jwt_issuers[%d]", i)
+		if j.Issuer == "" {
+			bad(key+".issuer", "is required")
+		}
+		if j.Audience == "" {
+			bad(key+".audience", "is required")
+		}
+		if (j.JWKSURL == "") == (j.JWKSFile == "") {
+			bad(key, "set exactly one of jwks_url and jwks_file")
+		}
+	}
+	if c.ExtendedCard != nil {
+		for i, s := range c.ExtendedCard.Skills {
+			if s.ID == "" || s.Name == "" {
+				bad(fmt.Sprintf("extended_card.skills[%d]", i), "id and name are required")
+			}
+			if !slices.Contains(executorKinds, s.Executor) {
+				bad(fmt.Sprintf("extended_card.skills[%d].executor", i), "%q is not one of %s", s.Executor, strings.Join(executorKinds, ", "))
+			}
+		}
 	}
 	seen := map[string]bool{}
 	for i, s := range c.Skills {

@@ -11,6 +11,7 @@ import (
 
 const minimalConfig = `name: A
 description: B
+auth: {anonymous: true}
 skills:
   - id: s
     name: S
@@ -33,11 +34,11 @@ func TestParseConfigErrors(t *testing.T) {
 		name, yaml string
 		want       []string
 	}{
-		{"unknown key", minimalConfig + "colour: red\n", []string{"agent.yaml", "line 7", "colour"}},
-		{"unknown nested key", minimalConfig + "limits:\n  max_body: 3\n", []string{"line 8", "max_body"}},
-		{"bad duration", minimalConfig + "limits:\n  shutdown_grace: soon\n", []string{"line 8", "not a duration"}},
+		{"unknown key", minimalConfig + "colour: red\n", []string{"agent.yaml", "line 8", "colour"}},
+		{"unknown nested key", minimalConfig + "limits:\n  max_body: 3\n", []string{"line 9", "max_body"}},
+		{"bad duration", minimalConfig + "limits:\n  shutdown_grace: soon\n", []string{"line 9", "not a duration"}},
 		{"negative duration", minimalConfig + "limits:\n  shutdown_grace: -1s\n", []string{"negative"}},
-		{"bad type", minimalConfig + "limits:\n  max_body_bytes: lots\n", []string{"line 8", "lots"}},
+		{"bad type", minimalConfig + "limits:\n  max_body_bytes: lots\n", []string{"line 9", "lots"}},
 		{"missing name", "description: B\nskills: [{id: s, name: S, executor: tck}]\n", []string{"agent.yaml: name: is required"}},
 		{"no skills", "name: A\ndescription: B\n", []string{"skills: at least one"}},
 		{"unknown executor", "name: A\ndescription: B\nskills: [{id: s, name: S, executor: magic}]\n", []string{`skills[0].executor: "magic"`}},
@@ -47,6 +48,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"tiny body limit", minimalConfig + "limits: {max_body_bytes: 10}\n", []string{"max_body_bytes"}},
 		{"two documents", minimalConfig + "---\nname: C\n", []string{"one YAML document"}},
 		{"empty", "", []string{"empty"}},
+		{"nobody can call", "name: A\ndescription: B\nskills: [{id: s, name: S, executor: tck}]\n", []string{"auth: no caller"}},
+		{"bad key hash", "name: A\ndescription: B\nskills: [{id: s, name: S, executor: tck}]\nauth:\n  api_keys: [{name: k, sha256: abc}]\n", []string{"auth.api_keys[0].sha256"}},
+		{"issuer without keys", "name: A\ndescription: B\nskills: [{id: s, name: S, executor: tck}]\nauth:\n  jwt_issuers: [{issuer: i, audience: a}]\n", []string{"exactly one of jwks_url"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig("agent.yaml", strings.NewReader(tc.yaml))

@@ -25,7 +25,11 @@ var _ a2asrv.AgentExecutor = (*skillRouter)(nil)
 
 func newSkillRouter(c *Config) *skillRouter {
 	r := &skillRouter{bySkill: make(map[string]a2asrv.AgentExecutor)}
-	for _, s := range c.Skills {
+	all := c.Skills
+	if c.ExtendedCard != nil {
+		all = append(append([]SkillConfig{}, all...), c.ExtendedCard.Skills...)
+	}
+	for _, s := range all {
 		var x a2asrv.AgentExecutor
 		switch s.Executor {
 		case "tck":

@@ -17,6 +17,10 @@ import (
 // authenticate: anonymous callers share one owner.
 const AnonymousPrincipal = "anonymous"
 
+// TenantAttribute is the a2asrv.User attribute that carries the tenant a
+// caller's credential binds it to; it wins over the tenant a request names.
+const TenantAttribute = "handoff.tenant"
+
 // Page sizes of ListTasks.
 const (
 	DefaultPageSize = 50
@@ -103,6 +107,9 @@ func ownerFrom(ctx context.Context, tenant string) Owner {
 		}
 		if cc.User != nil && cc.User.Authenticated {
 			o.Principal = "user:" + cc.User.Name
+			if t, _ := cc.User.Attributes[TenantAttribute].(string); t != "" {
+				o.Tenant = t
+			}
 		}
 	}
 	return o

@@ -1,0 +1,129 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"connectrpc.com/connect"
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/handoff-a2a/handoff/internal/auth"
+	"github.com/handoff-a2a/handoff/tasks"
+)
+
+// Security scheme names on the card.
+const (
+	schemeAPIKey = "apiKey"
+	schemeBearer = "bearer"
+)
+
+// newAuthenticator builds the caller check from the config's auth section.
+func newAuthenticator(c *AuthConfig) (*auth.Authenticator, error) {
+	a := &auth.Authenticator{Anonymous: c.Anonymous, APIKeyHeader: c.APIKeyHeader}
+	for _, k := range c.APIKeys {
+		h, err := auth.ParseAPIKeyHash(k.SHA256)
+		if err != nil {
+			return nil, fmt.Errorf("api key %s: %w", k.Name, err)
+		}
+		a.APIKeys = append(a.APIKeys, auth.APIKey{Name: k.Name, Tenant: k.Tenant, SHA256: h})
+	}
+	for _, j := range c.JWTIssuers {
+		var keys auth.KeySource
+		if j.JWKSFile != "" {
+			s, err := auth.LoadJWKSFile(j.JWKSFile)
+			if err != nil {
+				return nil, fmt.Errorf("issuer %s: %w", j.Issuer, err)
+			}
+			keys = s
+		} else {
+			keys = auth.NewRemoteKeys(j.JWKSURL)
+		}
+		a.Issuers = append(a.Issuers, auth.Issuer{Issuer: j.Issuer, Audience: j.Audience, Keys: keys,
+			Skew: j.ClockSkew.Duration, TenantClaim: j.TenantClaim})
+	}
+	return a, nil
+}
+
+// securitySchemes are the card's schemes and requirements for the config:
+// any one of the configured credentials satisfies a request.
+func securitySchemes(c *AuthConfig) (a2a.NamedSecuritySchemes, a2a.SecurityRequirementsOptions) {
+	schemes := a2a.NamedSecuritySchemes{}
+	var reqs a2a.SecurityRequirementsOptions
+	if len(c.APIKeys) > 0 {
+		schemes[schemeAPIKey] = a2a.APIKeySecurityScheme{Location: a2a.APIKeySecuritySchemeLocationHeader, Name: c.APIKeyHeader,
+			Description: "An API key issued by the agent's operator."}
+		reqs = append(reqs, a2a.SecurityRequirements{schemeAPIKey: {}})
+	}
+	if len(c.JWTIssuers) > 0 {
+		schemes[schemeBearer] = a2a.HTTPAuthSecurityScheme{Scheme: "Bearer", BearerFormat: "JWT",
+			Description: "A JWT from one of the agent's trusted issuers."}
+		reqs = append(reqs, a2a.SecurityRequirements{schemeBearer: {}})
+	}
+	if len(schemes) == 0 {
+		return nil, nil
+	}
+	if c.Anonymous { // an empty requirement: no credentials is acceptable too
+		reqs = append(reqs, a2a.SecurityRequirements{})
+	}
+	return schemes, reqs
+}
+
+// binding is the wire format a refusal must be written in.
+type binding int
+
+const (
+	bindingJSONRPC binding = iota
+	bindingREST
+	bindingConnect
+)
+
+// authenticate refuses requests without acceptable credentials before they
+// reach a transport, in the caller's own protocol, and passes the principal
+// on in the request's context.
+func authenticate(a *auth.Authenticator, b binding, next http.Handler) http.Handler {
+	errWriter := connect.NewErrorWriter()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := a.Authenticate(r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="a2a"`)
+			msg := err.Error()
+			switch b {
+			case bindingJSONRPC:
+				writeJSONRPCError(w, http.StatusUnauthorized, idOf(r), -31401, msg)
+			case bindingREST:
+				writeRESTError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "UNAUTHENTICATED", msg)
+			default:
+				_ = errWriter.Write(w, r, connect.NewError(connect.CodeUnauthenticated, errors.New(msg)))
+			}
+			return
+		}
+		if p != nil {
+			r = r.WithContext(auth.WithPrincipal(r.Context(), p))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// principalInterceptor hands the authenticated principal to a2a-go's call
+// context, where the engine binds tasks to it.
+type principalInterceptor struct{ a2asrv.PassthroughCallInterceptor }
+
+func (principalInterceptor) Before(ctx context.Context, cc *a2asrv.CallContext, _ *a2asrv.Request) (context.Context, any, error) {
+	if p, ok := auth.PrincipalFrom(ctx); ok {
+		cc.User = a2asrv.NewAuthenticatedUser(p.Name, map[string]any{tasks.TenantAttribute: p.Tenant})
+	}
+	return ctx, nil, nil
+}
+
+// extendedCard serves the extended card to authenticated callers only.
+func extendedCard(card *a2a.AgentCard) func(context.Context) (*a2a.AgentCard, error) {
+	return func(ctx context.Context) (*a2a.AgentCard, error) {
+		if _, ok := auth.PrincipalFrom(ctx); !ok {
+			return nil, a2a.NewError(a2a.ErrUnauthenticated, "the extended card is for authenticated callers")
+		}
+		return card, nil
+	}
+}
