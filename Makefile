@@ -18,6 +18,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME) ./tasks
 	go test -run '^$$' -fuzz '^FuzzJSONRPCRequest$$' -fuzztime $(FUZZTIME) .
 	go test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) .
+	go test -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(FUZZTIME) ./internal/auth
 
 build:
 	go build -o bin/handoff ./cmd/handoff

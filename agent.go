@@ -115,13 +115,16 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 
 // Handler returns the agent's routes, with the card's URLs under base:
 // the card, JSON-RPC and REST (1.0, or 0.3 by A2A-Version), gRPC, health.
-func (a *Agent) Handler(base string) http.Handler {
+func (a *Agent) Handler(base string) (http.Handler, error) {
 	card := buildCard(a.cfg, base)
 	a.extended.Store(buildExtendedCard(a.cfg, card))
 	limit := a.cfg.Limits.MaxBodyBytes
 	mux := http.NewServeMux()
-	cardHandler := a2asrv.NewAgentCardHandler(a2av0.NewStaticAgentCardProducer(card))
-	mux.Handle(a2asrv.WellKnownAgentCardPath, cardHandler)
+	body, err := cardJSON(context.Background(), card)
+	if err != nil {
+		return nil, err
+	}
+	mux.Handle(a2asrv.WellKnownAgentCardPath, staticJSON(body, 5*time.Minute))
 
 	mux.Handle("POST "+pathJSONRPC, limitBody(limit, true, authenticate(a.authn, bindingJSONRPC, versioned(
 		a2asrv.NewJSONRPCHandler(a.handler), a2av0.NewJSONRPCHandler(a.handler), true))))
@@ -134,7 +137,7 @@ func (a *Agent) Handler(base string) http.Handler {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprintln(w, "ok")
 	})
-	return logRequests(a.log, mux)
+	return logRequests(a.log, mux), nil
 }
 
 // Serve answers on ln until ctx ends, then stops taking new messages, lets
@@ -147,8 +150,12 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	if base == "" {
 		base = "http://" + ln.Addr().String()
 	}
+	handler, err := a.Handler(base)
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
-		Handler:           a.Handler(base),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		Protocols:         new(http.Protocols),
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),

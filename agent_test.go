@@ -156,7 +156,10 @@ func FuzzJSONRPCRequest(f *testing.F) {
 		a.engine.Shutdown(ctx)
 		a.Close()
 	})
-	h := a.Handler("http://127.0.0.1:1")
+	h, err := a.Handler("http://127.0.0.1:1")
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, body []byte, v10 bool) {
 		if bytes.Contains(body, []byte("test-resubscribe")) {
 			return // waits 10 s by design
@@ -211,5 +214,34 @@ func TestCardUsesPublicURL(t *testing.T) {
 	}
 	if len(want) != 0 || card.URL != "https://agents.example.com/handoff/a2a/jsonrpc" {
 		t.Fatalf("missing %v; 0.3 url %q", want, card.URL)
+	}
+}
+
+func TestCardCaching(t *testing.T) {
+	url := startAgent(t, testConfig(t))
+	resp, err := http.Get(url + "/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	etag := resp.Header.Get("ETag")
+	if etag == "" || !strings.Contains(resp.Header.Get("Cache-Control"), "max-age") {
+		t.Fatalf("headers: %v", resp.Header)
+	}
+	req, _ := http.NewRequest("GET", url+"/.well-known/agent-card.json", nil)
+	req.Header.Set("If-None-Match", etag)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotModified {
+		t.Fatalf("If-None-Match: status %d", resp.StatusCode)
+	}
+	req.Header.Set("If-None-Match", `"other"`)
+	resp, _ = http.DefaultClient.Do(req)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("stale etag: status %d", resp.StatusCode)
 	}
 }

@@ -1,10 +1,19 @@
 package handoff
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 )
 
 // Paths of the transports under the agent's base URL.
@@ -73,4 +82,81 @@ func buildExtendedCard(c *Config, public *a2a.AgentCard) *a2a.AgentCard {
 	}
 	ext.Skills = append(append([]a2a.AgentSkill{}, public.Skills...), skills(c.ExtendedCard.Skills)...)
 	return &ext
+}
+
+// cardJSON is the card as served: the A2A 1.0 members, plus the 0.3 members
+// a2av0 adds for 0.3 clients. Security schemes share one key in both
+// versions, so each scheme carries both shapes: 0.3 readers look at "type",
+// 1.0 readers at the one "…SecurityScheme" member, and each ignores the other.
+func cardJSON(ctx context.Context, card *a2a.AgentCard) ([]byte, error) {
+	producer, ok := a2av0.NewStaticAgentCardProducer(card).(a2asrv.AgentCardJSONProducer)
+	if !ok {
+		return nil, fmt.Errorf("a2av0 card producer has no JSON form")
+	}
+	compat, err := producer.CardJSON(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("encode card: %w", err)
+	}
+	if len(card.SecuritySchemes) == 0 {
+		return compat, nil
+	}
+	var union map[string]any
+	if err := json.Unmarshal(compat, &union); err != nil {
+		return nil, fmt.Errorf("encode card: %w", err)
+	}
+	v10, err := json.Marshal(card.SecuritySchemes)
+	if err != nil {
+		return nil, fmt.Errorf("encode card security schemes: %w", err)
+	}
+	var schemes10 map[string]map[string]any
+	if err := json.Unmarshal(v10, &schemes10); err != nil {
+		return nil, fmt.Errorf("encode card security schemes: %w", err)
+	}
+	schemes, _ := union["securitySchemes"].(map[string]any)
+	for name, s10 := range schemes10 {
+		s, _ := schemes[name].(map[string]any)
+		if s == nil {
+			continue
+		}
+		for k, v := range s10 {
+			s[k] = v
+		}
+	}
+	return json.MarshalIndent(union, "", "  ")
+}
+
+// staticJSON serves fixed JSON bytes (the card, the JWKS) with an ETag and a
+// short public cache lifetime, answering 304 to a matching If-None-Match.
+func staticJSON(body []byte, maxAge time.Duration) http.Handler {
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:12]) + `"`
+	cacheControl := fmt.Sprintf("public, max-age=%d", int(maxAge.Seconds()))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", "*") // public documents, meant for any origin
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+		case http.MethodOptions:
+			h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "If-None-Match")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		default:
+			h.Set("Allow", "GET, HEAD, OPTIONS")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		h.Set("ETag", etag)
+		h.Set("Cache-Control", cacheControl)
+		if inm := r.Header.Get("If-None-Match"); inm != "" && (inm == etag || inm == "*" || strings.Contains(inm, etag)) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		if r.Method == http.MethodHead {
+			return
+		}
+		_, _ = w.Write(body)
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -72,7 +73,7 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	op := "send message"
 	callCtx, cancel := withTimeout(ctx, out.timeout)
 	defer cancel()
-	client, err := connect(callCtx, base)
+	client, err := connect(callCtx, base, out)
 	if err != nil {
 		return callError(ctx, callCtx, op, err)
 	}
@@ -98,7 +99,7 @@ func streamMessage(ctx context.Context, base *url.URL, req *a2a.SendMessageReque
 	op := "stream message"
 	callCtx, cancel := withTimeout(ctx, out.timeout)
 	defer cancel()
-	client, err := connect(callCtx, base)
+	client, err := connect(callCtx, base, out)
 	if err != nil {
 		return callError(ctx, callCtx, op, err)
 	}
@@ -156,7 +157,7 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	op := fmt.Sprintf("get task %s", id)
 	callCtx, cancel := withTimeout(ctx, out.timeout)
 	defer cancel()
-	client, err := connect(callCtx, base)
+	client, err := connect(callCtx, base, out)
 	if err != nil {
 		return callError(ctx, callCtx, op, err)
 	}
@@ -192,7 +193,7 @@ func runCancel(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	op := fmt.Sprintf("cancel task %s", id)
 	callCtx, cancel := withTimeout(ctx, out.timeout)
 	defer cancel()
-	client, err := connect(callCtx, base)
+	client, err := connect(callCtx, base, out)
 	if err != nil {
 		return callError(ctx, callCtx, op, err)
 	}
@@ -240,7 +241,7 @@ func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	op := "list tasks"
 	callCtx, cancel := withTimeout(ctx, out.timeout)
 	defer cancel()
-	client, err := connect(callCtx, base)
+	client, err := connect(callCtx, base, out)
 	if err != nil {
 		return callError(ctx, callCtx, op, err)
 	}
@@ -260,6 +261,8 @@ func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 type outputFlags struct {
 	json    bool
 	timeout time.Duration
+	token   string // bearer token
+	apiKey  string
 }
 
 // addOutputFlags defines --json and --timeout on fs; timeoutUsage says what the timeout bounds
@@ -268,7 +271,34 @@ func addOutputFlags(fs *flag.FlagSet, timeoutUsage string) *outputFlags {
 	var o outputFlags
 	fs.BoolVar(&o.json, "json", false, "print A2A JSON, one object a line, and nothing else")
 	fs.DurationVar(&o.timeout, "timeout", defaultTimeout, timeoutUsage)
+	// Defaults from the environment keep credentials out of the process list.
+	fs.StringVar(&o.token, "token", os.Getenv("HANDOFF_TOKEN"), "send this bearer `JWT` (default $HANDOFF_TOKEN)")
+	fs.StringVar(&o.apiKey, "api-key", os.Getenv("HANDOFF_API_KEY"), "send this API `KEY`, in the header the agent's card names (default $HANDOFF_API_KEY)")
 	return &o
+}
+
+// credentials adds the caller's credentials to every request to the agent.
+type credentials struct {
+	next    http.RoundTripper
+	headers http.Header
+}
+
+func (c *credentials) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range c.headers {
+		r.Header[k] = v
+	}
+	return c.next.RoundTrip(r)
+}
+
+// apiKeyHeader is the header the card's API key scheme names, or X-API-Key.
+func apiKeyHeader(card *a2a.AgentCard) string {
+	for _, s := range card.SecuritySchemes {
+		if k, ok := s.(a2a.APIKeySecurityScheme); ok && k.Location == a2a.APIKeySecuritySchemeLocationHeader && k.Name != "" {
+			return k.Name
+		}
+	}
+	return "X-API-Key"
 }
 
 // commandFlagSet returns the flag set of a client command, its --help headed by the synopsis
@@ -367,7 +397,7 @@ func callError(parent, callCtx context.Context, op string, err error) error {
 
 // connect fetches the agent card below base and opens a client on an interface the card
 // offers, JSON-RPC preferred over HTTP+JSON.
-func connect(ctx context.Context, base *url.URL) (*a2aclient.Client, error) {
+func connect(ctx context.Context, base *url.URL, o *outputFlags) (*a2aclient.Client, error) {
 	// No client-wide timeout: the transports' default one would cut long streams and
 	// --timeout values beyond it; ctx bounds every call instead.
 	hc := &http.Client{}
@@ -376,6 +406,16 @@ func connect(ctx context.Context, base *url.URL) (*a2aclient.Client, error) {
 	card, err := agentcard.NewResolver(hc).Resolve(cardCtx, base.String())
 	if err != nil {
 		return nil, fmt.Errorf("get agent card from %s: %w", base.Redacted(), err)
+	}
+	creds := http.Header{}
+	if o.token != "" {
+		creds.Set("Authorization", "Bearer "+o.token)
+	}
+	if o.apiKey != "" {
+		creds.Set(apiKeyHeader(card), o.apiKey)
+	}
+	if len(creds) > 0 {
+		hc = &http.Client{Transport: &credentials{next: http.DefaultTransport, headers: creds}}
 	}
 	client, err := a2aclient.NewFromCard(ctx, card,
 		a2aclient.WithConfig(a2aclient.Config{
