@@ -86,6 +86,10 @@ func (r *run) execute() {
 	for ev, err := range r.e.exec.Execute(r.ctx, r.ec) {
 		if err != nil {
 			r.mu.Lock()
+			if r.ended { // canceled, stalled or shut down: the error is the echo of that
+				r.mu.Unlock()
+				return
+			}
 			if r.cur == nil {
 				r.err = executorError(err)
 				r.ended = true
