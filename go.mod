@@ -15,6 +15,7 @@ require (
 
 require (
 	github.com/a2aproject/a2a-go v0.3.15 // indirect
+	github.com/gowebpki/jcs v1.0.2 // indirect
 	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect

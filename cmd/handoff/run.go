@@ -24,6 +24,7 @@ func commands() []command {
 		{"get", "URL TASK_ID [--json]", "show a task", runGet},
 		{"cancel", "URL TASK_ID [--json]", "cancel a task", runCancel},
 		{"tasks", "URL [--json]", "list tasks", runTasks},
+		{"bench", benchSynopsis, "measure Handoff against the SDK and the machine's limit", runBench},
 	}
 }
 
