@@ -21,9 +21,12 @@ var errCanceledByClient = errors.New("task canceled by the client")
 var errAgentIdle = errors.New("agent stopped answering")
 
 // run is one execution of the agent for one task (or, for a task waiting for
-// input, one cancellation). Every event goes through emit, which applies it,
-// stores it and publishes it under mu, so the executor, a cancellation and
-// the idle watchdog never interleave their writes.
+// input, one cancellation). Every event goes through emit, which checks and
+// applies it under mu, so the executor, a cancellation and the idle watchdog
+// never interleave. Applied events queue for the run's writer, which stores
+// everything queued in one Append and only then publishes it: events an
+// executor yields back to back share one write, and nobody sees an event
+// before it is durable.
 type run struct {
 	e     *Engine
 	h     *hub
@@ -38,9 +41,16 @@ type run struct {
 
 	pushConfig *a2a.PushConfig // saved with the task's first write
 
-	mu       sync.Mutex
-	cur      *Snapshot // last committed; nil until a new task's first write
-	ended    bool      // no more events are taken
+	mu        sync.Mutex
+	cur       *Snapshot // with every applied event; nil until a new task's first event
+	committed *Snapshot // as stored and published
+	pending   []a2a.Event
+	writing   bool          // the writer holds a batch outside mu
+	flushed   *sync.Cond    // on mu: pending became empty, or writing failed
+	wake      chan struct{} // tells the writer there is something pending
+	quit      chan struct{} // closed when the writer should exit
+	writeErr  error
+	ended     bool // no more events are taken
 	msg      *a2a.Message
 	err      error // ends the run without a task
 	idle     *time.Timer
@@ -54,8 +64,74 @@ func (e *Engine) newRun(ctx context.Context, h *hub, owner Owner, ec *a2asrv.Exe
 	// The execution outlives the request that started it (a blocking client
 	// may leave; the task goes on) but keeps its values: logger, call context.
 	ctx, stop := context.WithCancelCause(context.WithoutCancel(ctx))
-	return &run{e: e, h: h, owner: owner, ec: ec, ctx: ctx, stop: stop, cur: base, slot: slot,
-		started: make(chan struct{}), done: make(chan struct{})}
+	r := &run{e: e, h: h, owner: owner, ec: ec, ctx: ctx, stop: stop, cur: base, committed: base, slot: slot,
+		started: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1), quit: make(chan struct{})}
+	r.flushed = sync.NewCond(&r.mu)
+	go r.writeLoop()
+	return r
+}
+
+// maxPending bounds the events an executor may run ahead of the disk.
+const maxPending = 256
+
+// writeLoop stores and publishes what emit queued, one batch at a time, until quit.
+func (r *run) writeLoop() {
+	for {
+		select {
+		case <-r.wake:
+		case <-r.quit:
+			return
+		}
+		r.mu.Lock()
+		evs, next, prev := r.pending, r.cur, r.committed
+		r.pending, r.writing = nil, len(evs) > 0
+		failed := r.writeErr != nil
+		r.mu.Unlock()
+		if len(evs) == 0 || failed {
+			continue
+		}
+		err := r.e.store.Append(context.WithoutCancel(r.ctx), next, evs)
+		if err == nil && prev == nil && r.pushConfig != nil {
+			c := *r.pushConfig
+			c.TaskID = r.ec.TaskID
+			if c.ID == "" {
+				c.ID = string(r.ec.TaskID)
+			}
+			if perr := r.e.store.PutPushConfig(context.WithoutCancel(r.ctx), r.owner, &c); perr != nil {
+				r.e.cfg.logger.Error("store push config", slog.String("task_id", string(r.ec.TaskID)), slog.Any("error", perr))
+			}
+		}
+		r.mu.Lock()
+		r.writing = false
+		if err != nil {
+			r.e.cfg.logger.Error("store task event", slog.String("task_id", string(r.ec.TaskID)), slog.Any("error", err))
+			r.writeErr, r.ended = err, true
+			if prev == nil {
+				r.err = a2a.NewError(a2a.ErrInternalError, "the agent could not store the task")
+			}
+			r.stop(err)
+		} else {
+			first := version(prev) + 1
+			stored := make([]Event, len(evs))
+			for i, e := range evs {
+				stored[i] = Event{Seq: first + uint64(i), Event: e}
+			}
+			r.committed = next
+			r.h.mu.Lock()
+			r.h.publishLocked(next, stored)
+			r.h.mu.Unlock()
+			r.startOne.Do(func() { close(r.started) })
+		}
+		r.flushed.Broadcast()
+		r.mu.Unlock()
+	}
+}
+
+// flushLocked waits until everything applied is stored (or storing failed).
+func (r *run) flushLocked() {
+	for (len(r.pending) > 0 || r.writing) && r.writeErr == nil {
+		r.flushed.Wait()
+	}
 }
 
 // execute runs the executor to its end. It owns one execution slot.
@@ -77,7 +153,7 @@ func (r *run) execute() {
 	}
 	if r.cur != nil { // a continued task: the new message joins its history
 		r.mu.Lock()
-		ok := r.commitLocked(nil, r.ec.Message)
+		ok := r.recordLocked(nil, r.ec.Message)
 		r.mu.Unlock()
 		if !ok {
 			return
@@ -169,7 +245,10 @@ func (r *run) emit(ev a2a.Event) bool {
 			return false
 		}
 	}
-	if !r.commitLocked(ev, nil) {
+	for len(r.pending) >= maxPending && r.writeErr == nil {
+		r.flushed.Wait()
+	}
+	if r.ended || !r.recordLocked(ev, nil) {
 		return false
 	}
 	if final(r.cur.Task.Status.State) {
@@ -179,10 +258,11 @@ func (r *run) emit(ev a2a.Event) bool {
 	return true
 }
 
-// commitLocked applies ev (or, with ev nil, adds msg to the history) and
-// writes the result. For a new task whose executor did not start with the
-// task itself, the submitted task is made first, in the same write.
-func (r *run) commitLocked(ev a2a.Event, msg *a2a.Message) bool {
+// recordLocked applies ev (or, with ev nil, adds msg to the history) and
+// queues the result for the writer. For a new task whose executor did not
+// start with the task itself, the submitted task is made first, in the same
+// write. It returns false when the event was refused.
+func (r *run) recordLocked(ev a2a.Event, msg *a2a.Message) bool {
 	now := r.e.cfg.now()
 	var evs []a2a.Event
 	next := r.cur
@@ -225,35 +305,12 @@ func (r *run) commitLocked(ev a2a.Event, msg *a2a.Message) bool {
 		evs = append(evs, ev)
 	}
 	next.Owner = r.owner
-	if err := r.e.store.Append(context.WithoutCancel(r.ctx), next, evs); err != nil {
-		r.e.cfg.logger.Error("store task event", slog.String("task_id", string(r.ec.TaskID)), slog.Any("error", err))
-		if r.cur == nil {
-			r.err = a2a.NewError(a2a.ErrInternalError, "the agent could not store the task")
-		}
-		r.ended = true
-		r.stop(err)
-		return false
-	}
-	if r.cur == nil && r.pushConfig != nil {
-		c := *r.pushConfig
-		c.TaskID = r.ec.TaskID
-		if c.ID == "" {
-			c.ID = string(r.ec.TaskID)
-		}
-		if err := r.e.store.PutPushConfig(context.WithoutCancel(r.ctx), r.owner, &c); err != nil {
-			r.e.cfg.logger.Error("store push config", slog.String("task_id", string(r.ec.TaskID)), slog.Any("error", err))
-		}
-	}
-	first := version(r.cur) + 1
-	stored := make([]Event, len(evs))
-	for i, e := range evs {
-		stored[i] = Event{Seq: first + uint64(i), Event: e}
-	}
 	r.cur = next
-	r.h.mu.Lock()
-	r.h.publishLocked(next, stored)
-	r.h.mu.Unlock()
-	r.startOne.Do(func() { close(r.started) })
+	r.pending = append(r.pending, evs...)
+	select {
+	case r.wake <- struct{}{}:
+	default: // the writer is already due to look
+	}
 	return true
 }
 
@@ -276,7 +333,7 @@ func (r *run) failLocked(reason string) {
 		return
 	}
 	ev := a2a.NewStatusUpdateEvent(r.cur.Task, a2a.TaskStateFailed, agentMessage(r.cur.Task, reason))
-	r.commitLocked(ev, nil)
+	r.recordLocked(ev, nil)
 	r.ended = true
 }
 
@@ -333,12 +390,16 @@ func (r *run) cancel(ctx context.Context, meta map[string]any) (t *a2a.Task, ret
 	}
 	r.mu.Lock()
 	if !r.ended {
-		r.commitLocked(a2a.NewStatusUpdateEvent(r.cur.Task, a2a.TaskStateCanceled, nil), nil)
+		r.recordLocked(a2a.NewStatusUpdateEvent(r.cur.Task, a2a.TaskStateCanceled, nil), nil)
 		r.ended = true
 	}
-	cur := r.cur
+	r.flushLocked()
+	cur, werr := r.committed, r.writeErr
 	r.mu.Unlock()
 	r.stop(errCanceledByClient)
+	if werr != nil {
+		return nil, false, a2a.NewError(a2a.ErrInternalError, "the agent could not store the cancellation")
+	}
 	if s := cur.Task.Status.State; s != a2a.TaskStateCanceled {
 		return nil, false, a2a.NewError(a2a.ErrTaskNotCancelable, fmt.Sprintf("task %s is %s and cannot be canceled", cur.Task.ID, stateName(s)))
 	}
@@ -353,7 +414,9 @@ func (r *run) finish() {
 		if r.idle != nil {
 			r.idle.Stop()
 		}
+		r.flushLocked()
 		r.mu.Unlock()
+		close(r.quit)
 		r.startOne.Do(func() { close(r.started) })
 		r.h.mu.Lock()
 		if r.h.run == r {
@@ -379,8 +442,10 @@ func (r *run) result() (a2a.SendMessageResult, error) {
 		return nil, r.err
 	case r.msg != nil:
 		return r.msg, nil
-	case r.cur != nil:
-		return r.cur.Task, nil
+	case r.committed != nil:
+		return r.committed.Task, nil
+	case r.writeErr != nil:
+		return nil, a2a.NewError(a2a.ErrInternalError, "the agent could not store the task")
 	}
 	return nil, a2a.NewError(a2a.ErrInvalidAgentResponse, "the agent produced nothing")
 }
