@@ -19,6 +19,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzJSONRPCRequest$$' -fuzztime $(FUZZTIME) .
 	go test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) .
 	go test -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(FUZZTIME) ./internal/auth
+	go test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./agentcard
 
 build:
 	go build -o bin/handoff ./cmd/handoff
