@@ -19,6 +19,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
+	"github.com/handoff-a2a/handoff/agentcard"
 	"github.com/handoff-a2a/handoff/internal/a2aconnect"
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/tasks"
@@ -47,6 +48,7 @@ type Agent struct {
 	engine  *tasks.Engine
 	handler a2asrv.RequestHandler
 	authn   *auth.Authenticator
+	keys    *agentcard.KeySet
 	// extended is the extended card, set when the routes know the base URL.
 	extended atomic.Pointer[a2a.AgentCard]
 
@@ -82,6 +84,10 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
+	keys, err := loadKeySet(cfg, o.logger)
+	if err != nil {
+		return nil, err
+	}
 	store, err := tasks.OpenBolt(filepath.Join(cfg.DataDir, "tasks.db"), 2*time.Second)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "timeout") {
@@ -89,7 +95,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 		}
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, log: o.logger, store: store, authn: authn}
+	a := &Agent{cfg: cfg, log: o.logger, store: store, authn: authn, keys: keys}
 	engine, err := tasks.NewEngine(ctx, store, newSkillRouter(cfg),
 		tasks.WithCapabilities(a2a.AgentCapabilities{
 			Streaming:         *cfg.Capabilities.Streaming,
@@ -116,15 +122,35 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 // Handler returns the agent's routes, with the card's URLs under base:
 // the card, JSON-RPC and REST (1.0, or 0.3 by A2A-Version), gRPC, health.
 func (a *Agent) Handler(base string) (http.Handler, error) {
-	card := buildCard(a.cfg, base)
-	a.extended.Store(buildExtendedCard(a.cfg, card))
+	now := time.Now()
+	jku := strings.TrimSuffix(base, "/") + pathJWKS
+	key, err := a.keys.SigningKey(now)
+	if err != nil {
+		return nil, err
+	}
+	card, err := agentcard.Sign(buildCard(a.cfg, base), key, jku)
+	if err != nil {
+		return nil, fmt.Errorf("sign card: %w", err)
+	}
+	ext := buildExtendedCard(a.cfg, buildCard(a.cfg, base))
+	if ext != nil {
+		if ext, err = agentcard.Sign(ext, key, jku); err != nil {
+			return nil, fmt.Errorf("sign extended card: %w", err)
+		}
+	}
+	a.extended.Store(ext)
 	limit := a.cfg.Limits.MaxBodyBytes
 	mux := http.NewServeMux()
 	body, err := cardJSON(context.Background(), card)
 	if err != nil {
 		return nil, err
 	}
+	jwks, err := a.keys.JWKS(now)
+	if err != nil {
+		return nil, err
+	}
 	mux.Handle(a2asrv.WellKnownAgentCardPath, staticJSON(body, 5*time.Minute))
+	mux.Handle(pathJWKS, staticJSON(jwks, 5*time.Minute))
 
 	mux.Handle("POST "+pathJSONRPC, limitBody(limit, true, authenticate(a.authn, bindingJSONRPC, versioned(
 		a2asrv.NewJSONRPCHandler(a.handler), a2av0.NewJSONRPCHandler(a.handler), true))))

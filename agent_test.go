@@ -9,9 +9,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/handoff-a2a/handoff/agentcard"
 )
 
 func testConfig(t testing.TB) *Config {
@@ -38,13 +43,24 @@ func startAgent(t *testing.T, c *Config) string {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String()
+	var once sync.Once
+	shutdown := func() {
+		once.Do(func() {
+			stop()
+			if err := <-done; err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		})
+	}
+	t.Cleanup(shutdown)
+	url := "http://" + ln.Addr().String()
+	stops.mu.Lock()
+	if stops.byURL == nil {
+		stops.byURL = map[string]func(){}
+	}
+	stops.byURL[url] = shutdown
+	stops.mu.Unlock()
+	return url
 }
 
 func postJSONRPC(t *testing.T, url, version, body string) (*http.Response, map[string]any) {
@@ -244,4 +260,58 @@ func TestCardCaching(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("stale etag: status %d", resp.StatusCode)
 	}
+}
+
+func TestCardIsSignedAndKeyKept(t *testing.T) {
+	c := testConfig(t)
+	url := startAgent(t, c)
+	verify := func(url string) string {
+		resp, err := http.Get(url + "/.well-known/agent-card.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		card, err := agentcard.ParseCard(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := agentcard.NewVerifier(agentcard.TrustPolicy{JKUPrefixes: []string{url + "/.well-known/"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kid, err := v.Verify(t.Context(), card)
+		if err != nil {
+			t.Fatalf("the served card does not verify: %v", err)
+		}
+		return kid
+	}
+	kid := verify(url)
+	info, err := os.Stat(filepath.Join(c.DataDir, "signing-key.jwk"))
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", info, err)
+	}
+	// A restarted agent on the same data directory keeps its key.
+	stopAgent(t, url)
+	if got := verify(startAgent(t, c)); got != kid {
+		t.Fatalf("restart changed the key: %s then %s", kid, got)
+	}
+}
+
+// stopAgent stops the agent serving url now, instead of at the end of the test.
+func stopAgent(t *testing.T, url string) {
+	t.Helper()
+	stops.mu.Lock()
+	stop := stops.byURL[url]
+	stops.mu.Unlock()
+	if stop == nil {
+		t.Fatalf("no agent at %s", url)
+	}
+	stop()
+}
+
+// stops lets a test stop an agent before its cleanup does.
+var stops struct {
+	mu    sync.Mutex
+	byURL map[string]func()
 }

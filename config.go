@@ -49,6 +49,10 @@ type Config struct {
 	// Skills are what the agent can do; at least one.
 	Skills []SkillConfig `yaml:"skills"`
 
+	// Signing holds the keys the card is signed with. Default: one Ed25519
+	// key in DataDir/signing-key.jwk, made at the first start.
+	Signing SigningConfig `yaml:"signing"`
+
 	// Auth says who may call the agent. Default: nobody (fail closed).
 	Auth AuthConfig `yaml:"auth"`
 	// ExtendedCard adds to the card that GetExtendedAgentCard shows
@@ -106,6 +110,24 @@ type SkillConfig struct {
 	// Executor names the built-in executor that performs the skill: "tck",
 	// the A2A test kit's conformance behaviour.
 	Executor string `yaml:"executor"`
+}
+
+// SigningConfig lists the card's signing keys for rotation: every key is
+// published in the JWKS, the newest active one signs.
+type SigningConfig struct {
+	Keys []SigningKeyConfig `yaml:"keys"`
+	// RetiredKeep is how long a retired key stays published. Default 168h.
+	RetiredKeep *Duration `yaml:"retired_keep"`
+}
+
+// SigningKeyConfig is one private JWK file ("handoff keys gen" writes one).
+type SigningKeyConfig struct {
+	File string `yaml:"file"`
+	// NotBefore (RFC 3339) is when the key starts signing; publish a new key
+	// ahead of it so peers' cached JWKS already holds it.
+	NotBefore time.Time `yaml:"not_before"`
+	// RetiredAt (RFC 3339) is when the key stops signing.
+	RetiredAt time.Time `yaml:"retired_at"`
 }
 
 // AuthConfig lists the accepted credentials. They appear on the card as
@@ -243,6 +265,9 @@ func (c *Config) applyDefaults() {
 	if c.Limits.ShutdownGrace == nil {
 		c.Limits.ShutdownGrace = &Duration{10 * time.Second}
 	}
+	if c.Signing.RetiredKeep == nil {
+		c.Signing.RetiredKeep = &Duration{7 * 24 * time.Hour}
+	}
 	if c.Auth.APIKeyHeader == "" {
 		c.Auth.APIKeyHeader = auth.DefaultAPIKeyHeader
 	}
@@ -305,6 +330,11 @@ func (c *Config) validate() error {
 	}
 	if !c.Auth.Anonymous && len(c.Auth.APIKeys) == 0 && len(c.Auth.JWTIssuers) == 0 {
 		bad("auth", "no caller could ever be served: set anonymous: true, or configure api_keys or jwt_issuers")
+	}
+	for i, k := range c.Signing.Keys {
+		if k.File == "" {
+			bad(fmt.Sprintf("signing.keys[%d].file", i), "is required")
+		}
 	}
 	for i, k := range c.Auth.APIKeys {
 		key := fmt.Sprintf("auth.api_keys[%d]", i)
