@@ -263,6 +263,7 @@ type outputFlags struct {
 	timeout time.Duration
 	token   string // bearer token
 	apiKey  string
+	trust   string // JWKS the card must be signed with, or "origin"
 }
 
 // addOutputFlags defines --json and --timeout on fs; timeoutUsage says what the timeout bounds
@@ -274,6 +275,7 @@ func addOutputFlags(fs *flag.FlagSet, timeoutUsage string) *outputFlags {
 	// Defaults from the environment keep credentials out of the process list.
 	fs.StringVar(&o.token, "token", os.Getenv("HANDOFF_TOKEN"), "send this bearer `JWT` (default $HANDOFF_TOKEN)")
 	fs.StringVar(&o.apiKey, "api-key", os.Getenv("HANDOFF_API_KEY"), "send this API `KEY`, in the header the agent's card names (default $HANDOFF_API_KEY)")
+	fs.StringVar(&o.trust, "trust", "", "talk to the agent only if its card is signed by a key of this `JWKS` (URL or file), or, with \"origin\", by a key it publishes under its own origin")
 	return &o
 }
 
@@ -406,6 +408,15 @@ func connect(ctx context.Context, base *url.URL, o *outputFlags) (*a2aclient.Cli
 	card, err := agentcard.NewResolver(hc).Resolve(cardCtx, base.String())
 	if err != nil {
 		return nil, fmt.Errorf("get agent card from %s: %w", base.Redacted(), err)
+	}
+	if o.trust != "" {
+		t := trustFlags{jwks: o.trust}
+		if o.trust == "origin" {
+			t.jwks = ""
+		}
+		if _, err := t.verify(cardCtx, base, card); err != nil {
+			return nil, fmt.Errorf("the card of %s is not trusted: %w", base.Redacted(), err)
+		}
 	}
 	creds := http.Header{}
 	if o.token != "" {

@@ -24,6 +24,8 @@ func commands() []command {
 		{"get", "URL TASK_ID [--json]", "show a task", runGet},
 		{"cancel", "URL TASK_ID [--json]", "cancel a task", runCancel},
 		{"tasks", "URL [--json]", "list tasks", runTasks},
+		{"keys", "gen --out FILE [--alg EdDSA|ES256] | hash", "make a card signing key; hash an API key", runKeys},
+		{"card", "verify|show URL [--jwks URL|FILE] [--kid KID]", "verify or show an agent's signed card", runCard},
 		{"bench", benchSynopsis, "measure Handoff against the SDK and the machine's limit", runBench},
 	}
 }
