@@ -180,3 +180,29 @@ func TestCallersAreKeptApart(t *testing.T) {
 		t.Fatalf("bob reads alice's task: %v", out)
 	}
 }
+
+// TestGRPCBindingNeedsCredentials: the connect (gRPC, gRPC-Web, Connect)
+// binding refuses in its own protocol too.
+func TestGRPCBindingNeedsCredentials(t *testing.T) {
+	a := startTwoCallers(t)
+	post := func(header, value string) (int, string) {
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", a.url+"/lf.a2a.v1.A2AService/ListTasks", strings.NewReader(`{}`))
+		req.Header.Set("Content-Type", "application/json") // the Connect protocol, unary, JSON
+		if header != "" {
+			req.Header.Set(header, value)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if status, body := post("", ""); status != http.StatusUnauthorized || !strings.Contains(body, `"unauthenticated"`) {
+		t.Fatalf("without credentials: %d %s", status, body)
+	}
+	if status, body := post("X-API-Key", a.key); status != http.StatusOK || !strings.Contains(body, "pageSize") {
+		t.Fatalf("with the API key: %d %s", status, body)
+	}
+}
