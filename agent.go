@@ -22,6 +22,7 @@ import (
 	"github.com/handoff-a2a/handoff/agentcard"
 	"github.com/handoff-a2a/handoff/internal/a2aconnect"
 	"github.com/handoff-a2a/handoff/internal/auth"
+	"github.com/handoff-a2a/handoff/push"
 	"github.com/handoff-a2a/handoff/tasks"
 )
 
@@ -49,6 +50,9 @@ type Agent struct {
 	handler a2asrv.RequestHandler
 	authn   *auth.Authenticator
 	keys    *agentcard.KeySet
+	guard   *push.Guard
+	// dispatcher delivers push notifications while Serve runs.
+	dispatcher atomic.Pointer[push.Dispatcher]
 	// extended is the extended card, set when the routes know the base URL.
 	extended atomic.Pointer[a2a.AgentCard]
 
@@ -95,7 +99,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 		}
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, log: o.logger, store: store, authn: authn, keys: keys}
+	a := &Agent{cfg: cfg, log: o.logger, store: store, authn: authn, keys: keys, guard: push.NewGuard(cfg.Push.AllowHosts)}
 	engine, err := tasks.NewEngine(ctx, store, newSkillRouter(cfg),
 		tasks.WithCapabilities(a2a.AgentCapabilities{
 			Streaming:         *cfg.Capabilities.Streaming,
@@ -104,6 +108,12 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 		}),
 		tasks.WithExtendedCard(func(ctx context.Context) (*a2a.AgentCard, error) {
 			return extendedCard(a.extended.Load())(ctx)
+		}),
+		tasks.WithPushURLCheck(a.guard.CheckURL),
+		tasks.WithCommitHook(func(id a2a.TaskID) {
+			if d := a.dispatcher.Load(); d != nil {
+				d.Notify(id)
+			}
 		}),
 		tasks.WithMaxConcurrent(cfg.Limits.MaxConcurrentTasks),
 		tasks.WithIdleTimeout(cfg.Limits.ExecutorIdleTimeout.Duration),
@@ -157,6 +167,7 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 	mux.Handle(pathREST+"/", limitBody(limit, false, authenticate(a.authn, bindingREST, versioned(
 		sseErrorAsHTTP(http.StripPrefix(pathREST, a2asrv.NewRESTHandler(a.handler))),
 		sseErrorAsHTTP(http.StripPrefix(pathREST, a2av0.NewRESTHandler(a.handler))), false))))
+	mux.Handle("GET /a2a/push/status", authenticate(a.authn, bindingREST, http.HandlerFunc(a.pushStatus)))
 	grpcPath, grpcHandler := a2aconnect.NewHandler(a.handler, connect.WithReadMaxBytes(int(limit)))
 	mux.Handle(grpcPath, authenticate(a.authn, bindingConnect, grpcHandler))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -188,12 +199,20 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true) // h2c: gRPC without TLS
+	pushCtx, stopPush := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopPush()
+	waitPush := func() {}
+	if a.cfg.Capabilities.PushNotifications {
+		waitPush = a.startPush(pushCtx, strings.TrimSuffix(base, "/"))
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	a.log.Info("agent serving", slog.String("name", a.cfg.Name), slog.String("address", ln.Addr().String()),
 		slog.String("card", strings.TrimSuffix(base, "/")+a2asrv.WellKnownAgentCardPath))
 	select {
 	case err := <-served:
+		stopPush()
+		waitPush()
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
@@ -215,6 +234,9 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 		srv.Close()
 	}
 	<-served // http.ErrServerClosed, as expected
+	// Delivery stops last: what it has not sent stays queued for the next start.
+	stopPush()
+	waitPush()
 	return a.Close()
 }
 

@@ -51,6 +51,7 @@ func startTwoCallers(t *testing.T) twoCallers {
 description: B
 skills: [{id: s, name: S, executor: tck}]
 capabilities: {push_notifications: true}
+push: {allow_hosts: [127.0.0.1]}
 log: {level: error}
 limits: {shutdown_grace: 1s}
 extended_card: {description: more}
@@ -117,7 +118,7 @@ func TestCallersAreKeptApart(t *testing.T) {
 	_, out = call(t, a.url, jwtH, bearer, "SendMessage", send)
 	jwtTask := out["result"].(map[string]any)["task"].(map[string]any)["id"].(string)
 	if _, out := call(t, a.url, keyH, a.key, "CreateTaskPushNotificationConfig",
-		fmt.Sprintf(`{"taskId":%q,"id":"p","url":"https://hooks.test/x"}`, keyTask)); out["result"] == nil {
+		fmt.Sprintf(`{"taskId":%q,"id":"p","url":"http://127.0.0.1:9/x"}`, keyTask)); out["result"] == nil {
 		t.Fatalf("owner creates a push config: %v", out)
 	}
 
@@ -133,7 +134,7 @@ func TestCallersAreKeptApart(t *testing.T) {
 				{"SendMessage", fmt.Sprintf(`{"message":{"messageId":"m2","taskId":%q,"role":"ROLE_USER","parts":[{"text":"x"}]}}`, c.theirs)},
 				{"ListTaskPushNotificationConfigs", fmt.Sprintf(`{"taskId":%q}`, c.theirs)},
 				{"GetTaskPushNotificationConfig", fmt.Sprintf(`{"taskId":%q,"id":"p"}`, c.theirs)},
-				{"CreateTaskPushNotificationConfig", fmt.Sprintf(`{"taskId":%q,"url":"https://hooks.test/y"}`, c.theirs)},
+				{"CreateTaskPushNotificationConfig", fmt.Sprintf(`{"taskId":%q,"url":"http://127.0.0.1:9/y"}`, c.theirs)},
 			} {
 				if _, out := call(t, a.url, c.header, c.value, m.method, m.params); errorCode(out) != -32001 {
 					t.Errorf("%s on the other's task: %v, want -32001 (as if it did not exist)", m.method, out)

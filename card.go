@@ -50,6 +50,9 @@ func buildCard(c *Config, base string) *a2a.AgentCard {
 	if c.Provider != nil {
 		card.Provider = &a2a.AgentProvider{Org: c.Provider.Organization, URL: c.Provider.URL}
 	}
+	if c.Capabilities.PushNotifications {
+		card.Capabilities.Extensions = append(card.Capabilities.Extensions, pushExtension(base+pathJWKS))
+	}
 	card.SecuritySchemes, card.SecurityRequirements = securitySchemes(&c.Auth)
 	card.Skills = skills(c.Skills)
 	return card

@@ -55,6 +55,8 @@ type Config struct {
 
 	// Auth says who may call the agent. Default: nobody (fail closed).
 	Auth AuthConfig `yaml:"auth"`
+	// Push tunes push notification delivery (capabilities.push_notifications).
+	Push PushSettings `yaml:"push"`
 	// ExtendedCard adds to the card that GetExtendedAgentCard shows
 	// authenticated callers. Unset: the method answers UnsupportedOperation.
 	ExtendedCard *ExtendedCardConfig `yaml:"extended_card"`
@@ -110,6 +112,22 @@ type SkillConfig struct {
 	// Executor names the built-in executor that performs the skill: "tck",
 	// the A2A test kit's conformance behaviour.
 	Executor string `yaml:"executor"`
+}
+
+// PushSettings tunes webhook delivery. Webhook URLs must be https and
+// resolve to public addresses unless their host is allow-listed.
+type PushSettings struct {
+	// AllowHosts may be plain http and resolve to loopback or private
+	// addresses: host names, IPs or CIDRs. Default: none.
+	AllowHosts []string `yaml:"allow_hosts"`
+	// MaxAttempts bounds the attempts to deliver one event. Default 8.
+	MaxAttempts int `yaml:"max_attempts"`
+	// MaxAge bounds how long one event is retried. Default 24h.
+	MaxAge *Duration `yaml:"max_age"`
+	// Timeout bounds one POST. Default 10s.
+	Timeout *Duration `yaml:"timeout"`
+	// RetryDelay is the first retry's delay, doubled each time up to 5m. Default 1s.
+	RetryDelay *Duration `yaml:"retry_delay"`
 }
 
 // SigningConfig lists the card's signing keys for rotation: every key is
@@ -265,6 +283,18 @@ func (c *Config) applyDefaults() {
 	if c.Limits.ShutdownGrace == nil {
 		c.Limits.ShutdownGrace = &Duration{10 * time.Second}
 	}
+	if c.Push.MaxAttempts == 0 {
+		c.Push.MaxAttempts = 8
+	}
+	if c.Push.MaxAge == nil {
+		c.Push.MaxAge = &Duration{24 * time.Hour}
+	}
+	if c.Push.Timeout == nil {
+		c.Push.Timeout = &Duration{10 * time.Second}
+	}
+	if c.Push.RetryDelay == nil {
+		c.Push.RetryDelay = &Duration{time.Second}
+	}
 	if c.Signing.RetiredKeep == nil {
 		c.Signing.RetiredKeep = &Duration{7 * 24 * time.Hour}
 	}
@@ -330,6 +360,12 @@ func (c *Config) validate() error {
 	}
 	if !c.Auth.Anonymous && len(c.Auth.APIKeys) == 0 && len(c.Auth.JWTIssuers) == 0 {
 		bad("auth", "no caller could ever be served: set anonymous: true, or configure api_keys or jwt_issuers")
+	}
+	if c.Push.MaxAttempts < 1 {
+		bad("push.max_attempts", "must be at least 1")
+	}
+	if c.Push.Timeout.Duration <= 0 {
+		bad("push.timeout", "must be positive")
 	}
 	for i, k := range c.Signing.Keys {
 		if k.File == "" {

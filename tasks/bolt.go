@@ -173,10 +173,8 @@ type taskRecord struct {
 	Task    *a2a.Task `json:"task"`
 }
 
-type pushRecord struct {
-	Owner  Owner           `json:"owner"`
-	Config *a2a.PushConfig `json:"config"`
-}
+// pushRecord is a push config with its delivery state.
+type pushRecord = PushDelivery
 
 // ownerKey encodes an owner so that no principal or tenant can be a prefix
 // of another's key.
@@ -474,24 +472,86 @@ func ownerMatches(tx *bolt.Tx, owner Owner, task a2a.TaskID) (bool, error) {
 	return bytes.Equal(h.owner, ownerKey(owner)), nil
 }
 
-// PutPushConfig implements [Store].
+// PutPushConfig implements [Store]. A new config starts delivering with
+// the task's next event; replacing one keeps its delivery state.
 func (s *BoltStore) PutPushConfig(ctx context.Context, owner Owner, cfg *a2a.PushConfig) error {
-	b, err := json.Marshal(pushRecord{Owner: owner, Config: cfg})
-	if err != nil {
-		return fmt.Errorf("put push config of task %s: %w", cfg.TaskID, err)
-	}
-	err = s.update(ctx, func(tx *bolt.Tx) error {
-		ok, err := ownerMatches(tx, owner, cfg.TaskID)
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		hb := tx.Bucket(bucketHeads).Get([]byte(cfg.TaskID))
+		if hb == nil {
+			return ErrNotFound
+		}
+		h, err := decodeHead(hb)
 		if err != nil {
 			return err
 		}
-		if !ok {
+		if !bytes.Equal(h.owner, ownerKey(owner)) {
 			return ErrNotFound
+		}
+		rec := &pushRecord{Owner: owner, Config: cfg, Delivered: h.version}
+		if old := tx.Bucket(bucketPush).Get(pushKey(cfg.TaskID, cfg.ID)); old != nil {
+			if prev, err := decodePush(old); err == nil && prev.Owner == owner {
+				prev.Config = cfg
+				rec = prev
+			}
+		}
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return err
 		}
 		return tx.Bucket(bucketPush).Put(pushKey(cfg.TaskID, cfg.ID), b)
 	})
 	if err != nil {
 		return fmt.Errorf("put push config of task %s: %w", cfg.TaskID, err)
+	}
+	return nil
+}
+
+// PushDeliveries implements [Store].
+func (s *BoltStore) PushDeliveries(_ context.Context, task a2a.TaskID) ([]*PushDelivery, error) {
+	var out []*PushDelivery
+	err := s.view(func(tx *bolt.Tx) error {
+		var prefix []byte
+		if task != "" {
+			prefix = append([]byte(task), 0)
+		}
+		c := tx.Bucket(bucketPush).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			r, err := decodePush(v)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read push deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// UpdatePushDelivery implements [Store].
+func (s *BoltStore) UpdatePushDelivery(ctx context.Context, d *PushDelivery) error {
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		key := pushKey(d.Config.TaskID, d.Config.ID)
+		old := tx.Bucket(bucketPush).Get(key)
+		if old == nil {
+			return ErrNotFound
+		}
+		prev, err := decodePush(old)
+		if err != nil {
+			return err
+		}
+		next := *d
+		next.Owner, next.Config = prev.Owner, prev.Config // a concurrent replace of the config wins
+		b, err := json.Marshal(&next)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketPush).Put(key, b)
+	})
+	if err != nil {
+		return fmt.Errorf("update push delivery %s of task %s: %w", d.Config.ID, d.Config.TaskID, err)
 	}
 	return nil
 }

@@ -323,7 +323,7 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (*run, 
 		if !e.cfg.caps.PushNotifications {
 			return nil, nil, a2a.NewError(a2a.ErrPushNotificationNotSupported, "this agent does not send push notifications")
 		}
-		if err := validatePushConfig(req.Config.PushConfig); err != nil {
+		if err := e.validatePushConfig(ctx, req.Config.PushConfig); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -597,11 +597,40 @@ func (e *Engine) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a
 	}
 }
 
-func validatePushConfig(c *a2a.PushConfig) error {
+func (e *Engine) validatePushConfig(ctx context.Context, c *a2a.PushConfig) error {
 	if c.URL == "" {
 		return a2a.NewError(a2a.ErrInvalidParams, "push config url is required")
 	}
+	if e.cfg.checkPushURL == nil {
+		return a2a.NewError(a2a.ErrInvalidParams, "push config refused: this agent accepts no push targets")
+	}
+	if err := e.cfg.checkPushURL(ctx, c.URL); err != nil {
+		return a2a.NewError(a2a.ErrInvalidParams, "push config refused: "+err.Error())
+	}
 	return nil
+}
+
+// redacted is a push config as a client may read it back: its secrets
+// (token, credentials) are never returned in full.
+func redacted(c *a2a.PushConfig) *a2a.PushConfig {
+	r := *c
+	r.Token = mask(c.Token)
+	if c.Auth != nil {
+		auth := *c.Auth
+		auth.Credentials = mask(c.Auth.Credentials)
+		r.Auth = &auth
+	}
+	return &r
+}
+
+func mask(secret string) string {
+	switch {
+	case secret == "":
+		return ""
+	case len(secret) <= 8:
+		return "****"
+	}
+	return "****" + secret[len(secret)-4:]
 }
 
 func (e *Engine) pushSupported() error {
@@ -620,7 +649,7 @@ func (e *Engine) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig) 
 	if req == nil || req.TaskID == "" {
 		return nil, a2a.NewError(a2a.ErrInvalidParams, "taskId is required")
 	}
-	if err := validatePushConfig(req); err != nil {
+	if err := e.validatePushConfig(ctx, req); err != nil {
 		return nil, err
 	}
 	c := *req
@@ -630,7 +659,7 @@ func (e *Engine) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig) 
 	if err := e.store.PutPushConfig(ctx, ownerFrom(ctx, req.Tenant), &c); err != nil {
 		return nil, e.publicError(ctx, "save push config", req.TaskID, err)
 	}
-	return &c, nil
+	return redacted(&c), nil
 }
 
 // GetTaskPushConfig implements [a2asrv.RequestHandler].
@@ -648,7 +677,7 @@ func (e *Engine) GetTaskPushConfig(ctx context.Context, req *a2a.GetTaskPushConf
 	if err != nil {
 		return nil, e.publicError(ctx, "get push config", req.TaskID, err)
 	}
-	return c, nil
+	return redacted(c), nil
 }
 
 // ListTaskPushConfigs implements [a2asrv.RequestHandler].
@@ -662,6 +691,9 @@ func (e *Engine) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPushC
 	cs, err := e.store.ListPushConfigs(ctx, ownerFrom(ctx, req.Tenant), req.TaskID)
 	if err != nil {
 		return nil, e.publicError(ctx, "list push configs", req.TaskID, err)
+	}
+	for i, c := range cs {
+		cs[i] = redacted(c)
 	}
 	return &a2a.ListTaskPushConfigResponse{Configs: cs}, nil
 }

@@ -388,9 +388,15 @@ func TestExtendedCard(t *testing.T) {
 }
 
 func TestPushConfigs(t *testing.T) {
-	e, _, _ := newEngine(t, t.TempDir(), tasks.WithCapabilities(a2a.AgentCapabilities{PushNotifications: true}))
+	e, _, _ := newEngine(t, t.TempDir(), tasks.WithCapabilities(a2a.AgentCapabilities{PushNotifications: true}),
+		tasks.WithPushURLCheck(func(_ context.Context, u string) error {
+			if strings.Contains(u, "evil") {
+				return errors.New("evil host")
+			}
+			return nil
+		}))
 	req := send("hi")
-	req.Config = &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: "https://hooks.example/1", Token: "tok"}}
+	req.Config = &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: "https://hooks.example/1", Token: "a-long-secret-token"}}
 	res, err := e.SendMessage(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -402,6 +408,14 @@ func TestPushConfigs(t *testing.T) {
 	list, err := e.ListTaskPushConfigs(t.Context(), &a2a.ListTaskPushConfigRequest{TaskID: id})
 	if err != nil || len(list.Configs) != 2 {
 		t.Fatalf("list: %+v %v", list, err)
+	}
+	for _, c := range list.Configs {
+		if c.Token != "" && c.Token != "****oken" {
+			t.Fatalf("token returned as %q, want it masked", c.Token)
+		}
+	}
+	if _, err := e.CreateTaskPushConfig(t.Context(), &a2a.PushConfig{TaskID: id, URL: "https://evil.example/"}); !errors.Is(err, a2a.ErrInvalidParams) || !strings.Contains(err.Error(), "evil host") {
+		t.Fatalf("refused target: %v", err)
 	}
 	got, err := e.GetTaskPushConfig(t.Context(), &a2a.GetTaskPushConfigRequest{TaskID: id, ID: "b"})
 	if err != nil || got.URL != "https://hooks.example/2" {

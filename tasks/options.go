@@ -22,6 +22,8 @@ type engineConfig struct {
 	extendedCard  func(context.Context) (*a2a.AgentCard, error)
 	logger        *slog.Logger
 	now           func() time.Time
+	onCommit      func(a2a.TaskID)
+	checkPushURL  func(context.Context, string) error
 }
 
 func defaultConfig() engineConfig {
@@ -78,4 +80,18 @@ func WithLogger(l *slog.Logger) Option {
 // WithClock replaces time.Now, for tests.
 func WithClock(now func() time.Time) Option {
 	return optionFunc(func(cfg *engineConfig) { cfg.now = now })
+}
+
+// WithCommitHook sets a function called after each write of a task's events
+// has been stored and published; push delivery uses it to wake up. It must
+// not block. By default nothing is called.
+func WithCommitHook(f func(a2a.TaskID)) Option {
+	return optionFunc(func(cfg *engineConfig) { cfg.onCommit = f })
+}
+
+// WithPushURLCheck sets the check every push config's URL must pass before
+// it is stored (the SSRF guard); a refusal answers InvalidParams with its
+// reason. By default every URL is refused: push targets are opt-in.
+func WithPushURLCheck(f func(ctx context.Context, url string) error) Option {
+	return optionFunc(func(cfg *engineConfig) { cfg.checkPushURL = f })
 }

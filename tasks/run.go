@@ -97,7 +97,13 @@ func (r *run) writeLoop() {
 			if c.ID == "" {
 				c.ID = string(r.ec.TaskID)
 			}
-			if perr := r.e.store.PutPushConfig(context.WithoutCancel(r.ctx), r.owner, &c); perr != nil {
+			// A config that came with the message gets every event, from the first.
+			sctx := context.WithoutCancel(r.ctx)
+			perr := r.e.store.PutPushConfig(sctx, r.owner, &c)
+			if perr == nil {
+				perr = r.e.store.UpdatePushDelivery(sctx, &PushDelivery{Owner: r.owner, Config: &c})
+			}
+			if perr != nil {
 				r.e.cfg.logger.Error("store push config", slog.String("task_id", string(r.ec.TaskID)), slog.Any("error", perr))
 			}
 		}
@@ -121,6 +127,9 @@ func (r *run) writeLoop() {
 			r.h.publishLocked(next, stored)
 			r.h.mu.Unlock()
 			r.startOne.Do(func() { close(r.started) })
+			if f := r.e.cfg.onCommit; f != nil {
+				f(r.ec.TaskID)
+			}
 		}
 		r.flushed.Broadcast()
 		r.mu.Unlock()

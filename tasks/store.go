@@ -66,10 +66,31 @@ type ListPage struct {
 	NextPageToken string
 }
 
-// PushConfig is a stored push notification config of one task.
-type PushConfig struct {
-	Owner  Owner
-	Config *a2a.PushConfig
+// PushDelivery is a push config of one task with the state of its
+// deliveries: every event of the task's log up to Delivered has been
+// delivered or dead-lettered, in order.
+type PushDelivery struct {
+	Owner  Owner           `json:"owner"`
+	Config *a2a.PushConfig `json:"config"`
+	// Delivered is the sequence number of the last event handled.
+	Delivered uint64 `json:"delivered"`
+	// Attempts, FirstAttempt, NextAttempt and LastError describe the
+	// delivery of event Delivered+1 while it is being retried.
+	Attempts     int       `json:"attempts,omitempty"`
+	FirstAttempt time.Time `json:"first_attempt,omitzero"`
+	NextAttempt  time.Time `json:"next_attempt,omitzero"`
+	LastError    string    `json:"last_error,omitempty"`
+	// DeliveredCount counts the events delivered; Dead lists the ones given up.
+	DeliveredCount int            `json:"delivered_count,omitempty"`
+	Dead           []DeadDelivery `json:"dead,omitempty"`
+}
+
+// DeadDelivery is an event whose delivery was given up.
+type DeadDelivery struct {
+	Seq      uint64    `json:"seq"`
+	Attempts int       `json:"attempts"`
+	Reason   string    `json:"reason"`
+	At       time.Time `json:"at"`
 }
 
 // Store keeps tasks, their event logs and their push configs. Every method
@@ -100,6 +121,13 @@ type Store interface {
 	ListPushConfigs(ctx context.Context, owner Owner, task a2a.TaskID) ([]*a2a.PushConfig, error)
 	// DeletePushConfig removes one push config; ErrNotFound if absent.
 	DeletePushConfig(ctx context.Context, owner Owner, task a2a.TaskID, id string) error
+
+	// PushDeliveries returns the push configs of a task, of any owner, with
+	// their delivery state; with task empty, those of every task.
+	PushDeliveries(ctx context.Context, task a2a.TaskID) ([]*PushDelivery, error)
+	// UpdatePushDelivery stores the delivery state of d's config, leaving
+	// the config itself as it is; ErrNotFound if the config was deleted.
+	UpdatePushDelivery(ctx context.Context, d *PushDelivery) error
 
 	// Close releases the store. Calls after Close fail.
 	Close() error

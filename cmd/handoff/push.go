@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/handoff-a2a/handoff/push"
+	"github.com/handoff-a2a/handoff/tasks"
+)
+
+// runPush dispatches "handoff push status".
+func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "status" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprintln(stdout, "Usage: handoff push status URL|--data-dir DIR [--json]")
+			return nil
+		}
+		return usagef("push: want the subcommand status")
+	}
+	fs := newFlagSet("push status", "URL|--data-dir DIR [--json] [--api-key KEY] [--token JWT]", stdout)
+	dataDir := fs.String("data-dir", "", "read the store of a stopped agent in `DIR` directly")
+	asJSON := fs.Bool("json", false, "print JSON")
+	out := addOutputFlags(fs, "give up after `D`")
+	rest, err := parseInterleaved(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	var statuses []push.Status
+	switch {
+	case *dataDir != "" && len(rest) == 0:
+		statuses, err = localPushStatus(ctx, *dataDir)
+	case *dataDir == "" && len(rest) == 1:
+		statuses, err = remotePushStatus(ctx, rest[0], out)
+	default:
+		return usagef("push status: give the agent's URL or --data-dir, not both")
+	}
+	if err != nil {
+		return err
+	}
+	if *asJSON || out.json {
+		return json.NewEncoder(stdout).Encode(statuses)
+	}
+	return push.WriteStatusTable(stdout, statuses)
+}
+
+// localPushStatus reads every push config of a stopped agent's store.
+func localPushStatus(ctx context.Context, dir string) ([]push.Status, error) {
+	store, err := tasks.OpenBolt(filepath.Join(dir, "tasks.db"), time.Second)
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("the agent using %s is running: ask it with handoff push status URL", dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	return push.Statuses(ctx, store, nil)
+}
+
+// remotePushStatus asks a running agent for the caller's own push configs.
+func remotePushStatus(ctx context.Context, raw string, o *outputFlags) ([]push.Status, error) {
+	base, err := parseAgentURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := withTimeout(ctx, o.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.JoinPath("/a2a/push/status").String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if o.token != "" {
+		req.Header.Set("Authorization", "Bearer "+o.token)
+	}
+	if o.apiKey != "" {
+		req.Header.Set("X-API-Key", o.apiKey)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("push status: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, fmt.Errorf("push status: HTTP %s: %s", resp.Status, b)
+	}
+	var body struct {
+		Configs []push.Status `json:"configs"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("push status: %w", err)
+	}
+	return body.Configs, nil
+}

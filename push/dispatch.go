@@ -1,0 +1,339 @@
+package push
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/handoff-a2a/handoff/tasks"
+)
+
+// deliveryStore is what the dispatcher needs of the task store: the configs
+// with their delivery state, and the tasks' event logs.
+type deliveryStore interface {
+	PushDeliveries(ctx context.Context, task a2a.TaskID) ([]*tasks.PushDelivery, error)
+	UpdatePushDelivery(ctx context.Context, d *tasks.PushDelivery) error
+	Events(ctx context.Context, owner tasks.Owner, id a2a.TaskID, after uint64) ([]tasks.Event, error)
+}
+
+// A DispatcherOption configures a [Dispatcher].
+type DispatcherOption func(*dispatchConfig)
+
+type dispatchConfig struct {
+	maxAttempts int
+	maxAge      time.Duration
+	baseDelay   time.Duration
+	maxDelay    time.Duration
+	timeout     time.Duration
+	logger      *slog.Logger
+	now         func() time.Time
+}
+
+// WithRetries bounds the retries of one event: after maxAttempts attempts,
+// or once maxAge has passed since its first attempt, it is dead-lettered.
+// The defaults are 8 attempts and 24 hours.
+func WithRetries(maxAttempts int, maxAge time.Duration) DispatcherOption {
+	return func(c *dispatchConfig) { c.maxAttempts, c.maxAge = maxAttempts, maxAge }
+}
+
+// WithBackoff sets the first retry delay and its cap; each retry doubles
+// the delay, with jitter. The defaults are 1 s and 5 min.
+func WithBackoff(base, max time.Duration) DispatcherOption {
+	return func(c *dispatchConfig) { c.baseDelay, c.maxDelay = base, max }
+}
+
+// WithTimeout bounds one POST. The default is 10 s.
+func WithTimeout(d time.Duration) DispatcherOption {
+	return func(c *dispatchConfig) { c.timeout = d }
+}
+
+// WithLogger sets the logger; the default is slog.Default().
+func WithLogger(l *slog.Logger) DispatcherOption {
+	return func(c *dispatchConfig) { c.logger = l }
+}
+
+// Dispatcher delivers every event of a task's durable log to each push
+// config of the task, in order, one worker per config: a slow or dead
+// webhook holds up only its own deliveries, never the task or other
+// webhooks. Where each config stands is stored after every attempt, so a
+// restart resumes where it stopped, and an event is delivered at least once.
+type Dispatcher struct {
+	store  deliveryStore
+	signer *Signer
+	client *http.Client
+	cfg    dispatchConfig
+
+	mu      sync.Mutex
+	ctx     context.Context // set by Run
+	workers map[string]*worker
+	wg      sync.WaitGroup
+}
+
+type worker struct {
+	task    a2a.TaskID
+	config  string
+	nudged  bool // there may be more to deliver
+	wake    chan struct{}
+	stopped bool
+}
+
+// NewDispatcher returns a dispatcher that signs deliveries with signer and
+// posts them with client (the SSRF guard's client).
+func NewDispatcher(store deliveryStore, signer *Signer, client *http.Client, opts ...DispatcherOption) *Dispatcher {
+	cfg := dispatchConfig{maxAttempts: 8, maxAge: 24 * time.Hour, baseDelay: time.Second, maxDelay: 5 * time.Minute,
+		timeout: 10 * time.Second, logger: slog.Default(), now: time.Now}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return &Dispatcher{store: store, signer: signer, client: client, cfg: cfg, workers: map[string]*worker{}}
+}
+
+// Run delivers until ctx ends: first whatever was left pending by a previous
+// process, then what Notify announces. It returns after its workers stopped.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	d.mu.Lock()
+	d.ctx = ctx
+	d.mu.Unlock()
+	all, err := d.store.PushDeliveries(ctx, "")
+	if err != nil {
+		return fmt.Errorf("push: resume deliveries: %w", err)
+	}
+	for _, pd := range all {
+		d.nudge(pd.Config.TaskID, pd.Config.ID)
+	}
+	<-ctx.Done()
+	d.wg.Wait()
+	return nil
+}
+
+// Notify tells the dispatcher that task has new events. It does not block.
+func (d *Dispatcher) Notify(task a2a.TaskID) {
+	d.mu.Lock()
+	ctx := d.ctx
+	d.mu.Unlock()
+	if ctx == nil || ctx.Err() != nil {
+		return // not running: Run's scan will find what is pending
+	}
+	go func() {
+		pds, err := d.store.PushDeliveries(ctx, task)
+		if err != nil {
+			d.cfg.logger.Error("push: read configs", slog.String("task_id", string(task)), slog.Any("error", err))
+			return
+		}
+		for _, pd := range pds {
+			d.nudge(task, pd.Config.ID)
+		}
+	}()
+}
+
+// nudge makes sure a worker runs for the config and looks again.
+func (d *Dispatcher) nudge(task a2a.TaskID, config string) {
+	key := string(task) + "\x00" + config
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ctx == nil || d.ctx.Err() != nil {
+		return
+	}
+	if w := d.workers[key]; w != nil {
+		w.nudged = true
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	w := &worker{task: task, config: config, wake: make(chan struct{}, 1)}
+	d.workers[key] = w
+	d.wg.Add(1)
+	go d.work(d.ctx, key, w)
+}
+
+// done retires a worker that found nothing to deliver, unless it was
+// nudged meanwhile.
+func (d *Dispatcher) done(key string, w *worker) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if w.nudged {
+		w.nudged = false
+		return false
+	}
+	delete(d.workers, key)
+	return true
+}
+
+func (d *Dispatcher) work(ctx context.Context, key string, w *worker) {
+	defer d.wg.Done()
+	for ctx.Err() == nil {
+		more, wait, err := d.step(ctx, w)
+		if err != nil && ctx.Err() != nil {
+			return // stopping: the state stored so far is where the next start resumes
+		}
+		if err != nil {
+			d.cfg.logger.Error("push: delivery", slog.String("task_id", string(w.task)), slog.String("config", w.config), slog.Any("error", err))
+			wait = d.cfg.baseDelay
+		}
+		if more && wait == 0 {
+			continue
+		}
+		if !more && err == nil {
+			if d.done(key, w) {
+				return
+			}
+			continue
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// step delivers (or retries) the next event of one config. more says
+// whether there is more to do, wait how long to wait before it.
+func (d *Dispatcher) step(ctx context.Context, w *worker) (more bool, wait time.Duration, err error) {
+	pds, err := d.store.PushDeliveries(ctx, w.task)
+	if err != nil {
+		return true, 0, err
+	}
+	var pd *tasks.PushDelivery
+	for _, p := range pds {
+		if p.Config.ID == w.config {
+			pd = p
+		}
+	}
+	if pd == nil {
+		return false, 0, nil // the config was deleted
+	}
+	if now := d.cfg.now(); pd.NextAttempt.After(now) {
+		return true, pd.NextAttempt.Sub(now), nil
+	}
+	evs, err := d.store.Events(ctx, pd.Owner, w.task, pd.Delivered)
+	if err != nil {
+		return true, 0, err
+	}
+	if len(evs) == 0 {
+		return false, 0, nil
+	}
+	ev := evs[0]
+	body, err := json.Marshal(a2a.StreamResponse{Event: ev.Event})
+	if err != nil {
+		return true, 0, fmt.Errorf("encode event %d: %w", ev.Seq, err)
+	}
+	now := d.cfg.now()
+	if pd.Attempts == 0 {
+		pd.FirstAttempt = now
+	}
+	pd.Attempts++
+	retryAfter, reason, retriable := d.post(ctx, pd, ev.Seq, body)
+	switch {
+	case reason == "":
+		pd.Delivered, pd.DeliveredCount = ev.Seq, pd.DeliveredCount+1
+		pd.Attempts, pd.FirstAttempt, pd.NextAttempt, pd.LastError = 0, time.Time{}, time.Time{}, ""
+	case !retriable || pd.Attempts >= d.cfg.maxAttempts || now.Sub(pd.FirstAttempt) >= d.cfg.maxAge:
+		d.cfg.logger.Warn("push: delivery dead-lettered", slog.String("task_id", string(w.task)), slog.String("config", w.config),
+			slog.Uint64("seq", ev.Seq), slog.Int("attempts", pd.Attempts), slog.String("reason", reason))
+		pd.Dead = append(pd.Dead, tasks.DeadDelivery{Seq: ev.Seq, Attempts: pd.Attempts, Reason: reason, At: now})
+		pd.Delivered = ev.Seq
+		pd.Attempts, pd.FirstAttempt, pd.NextAttempt, pd.LastError = 0, time.Time{}, time.Time{}, ""
+	default:
+		delay := d.backoff(pd.Attempts)
+		if retryAfter > delay {
+			delay = min(retryAfter, d.cfg.maxDelay)
+		}
+		pd.NextAttempt, pd.LastError = now.Add(delay), reason
+	}
+	if err := d.store.UpdatePushDelivery(ctx, pd); err != nil {
+		if errors.Is(err, tasks.ErrNotFound) {
+			return false, 0, nil
+		}
+		return true, 0, err
+	}
+	if !pd.NextAttempt.IsZero() {
+		return true, pd.NextAttempt.Sub(now), nil
+	}
+	return true, 0, nil
+}
+
+// backoff is the delay before attempt n+1: doubling from the base, capped,
+// with full jitter over its upper half so retries of many webhooks spread.
+func (d *Dispatcher) backoff(n int) time.Duration {
+	delay := d.cfg.baseDelay << min(n-1, 20)
+	if delay <= 0 || delay > d.cfg.maxDelay {
+		delay = d.cfg.maxDelay
+	}
+	return delay/2 + rand.N(delay/2+1)
+}
+
+// post sends one event. reason is empty on success; otherwise it says what
+// failed, and retriable whether trying again may help (timeouts, connection
+// errors, 5xx, 429).
+func (d *Dispatcher) post(ctx context.Context, pd *tasks.PushDelivery, seq uint64, body []byte) (retryAfter time.Duration, reason string, retriable bool) {
+	cfg := pd.Config
+	id := fmt.Sprintf("%s/%s/%d", cfg.TaskID, cfg.ID, seq) // the same on every retry: receivers de-duplicate on it
+	jwt, err := d.signer.Sign(cfg.URL, string(cfg.TaskID), id, body, d.cfg.now())
+	if err != nil {
+		return 0, "sign: " + err.Error(), true
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.URL, strings.NewReader(string(body)))
+	if err != nil {
+		return 0, "bad url: " + err.Error(), false
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderSignature, jwt)
+	req.Header.Set(HeaderDeliveryID, id)
+	if cfg.Token != "" {
+		req.Header.Set(HeaderToken, cfg.Token)
+		req.Header.Set(HeaderTokenX, cfg.Token)
+	}
+	if cfg.Auth != nil && cfg.Auth.Scheme != "" {
+		req.Header.Set("Authorization", cfg.Auth.Scheme+" "+cfg.Auth.Credentials)
+	} else {
+		req.Header.Set("Authorization", "Bearer "+jwt)
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		if errors.Is(err, ErrTargetRefused) {
+			return 0, err.Error(), false
+		}
+		return 0, "post: " + err.Error(), ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return 0, "", false
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		return parseRetryAfter(resp.Header.Get("Retry-After"), d.cfg.now()), "HTTP " + resp.Status, true
+	}
+	return 0, "HTTP " + resp.Status, false
+}
+
+// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}

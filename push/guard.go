@@ -1,0 +1,326 @@
+package push
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// ErrTargetRefused means the [Guard] refuses a push target: its URL at config
+// creation, or a connection or redirect when a delivery is sent. The wrapping
+// error says which host and why. Retrying does not help; a host that does not
+// resolve is refused at config creation, but at send time it is an ordinary
+// error, since DNS failures pass.
+var ErrTargetRefused = errors.New("push target refused")
+
+// maxRedirects is how many redirects a [Guard.Client] follows; a webhook has
+// no reason to bounce a delivery further, and each hop is one more target to
+// check.
+const maxRedirects = 3
+
+// refusedNets are the address ranges a push target may not reach unless
+// allow-listed, each with the reason an error gives.
+var refusedNets = []struct {
+	prefix netip.Prefix
+	why    string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "an unspecified (\"this network\") address"},
+	{netip.MustParsePrefix("10.0.0.0/8"), "a private address (RFC 1918)"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "a carrier-grade NAT address (RFC 6598)"},
+	{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "a link-local address (where cloud metadata services answer)"},
+	{netip.MustParsePrefix("172.16.0.0/12"), "a private address (RFC 1918)"},
+	{netip.MustParsePrefix("192.168.0.0/16"), "a private address (RFC 1918)"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "a multicast address"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved or broadcast address"},
+	{netip.MustParsePrefix("::/128"), "an unspecified address"},
+	{netip.MustParsePrefix("::1/128"), "a loopback address"},
+	{netip.MustParsePrefix("fc00::/7"), "a unique local address (private IPv6)"},
+	{netip.MustParsePrefix("fe80::/10"), "a link-local address"},
+	{netip.MustParsePrefix("ff00::/8"), "a multicast address"},
+}
+
+// nat64 is the well-known NAT64 prefix (RFC 6052): its addresses carry an
+// IPv4 address in their last 4 bytes, which is what a NAT64 gateway reaches.
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// A Resolver looks up a host's addresses. *net.Resolver is one; tests pass
+// their own so that nothing leaves the machine.
+type Resolver interface {
+	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
+}
+
+// A GuardOption configures a [Guard].
+type GuardOption interface{ applyGuard(*Guard) }
+
+type guardOptionFunc func(*Guard)
+
+func (f guardOptionFunc) applyGuard(g *Guard) { f(g) }
+
+// WithResolver makes the Guard resolve host names with r, both in
+// [Guard.CheckURL] and when its client dials. By default it uses
+// net.DefaultResolver.
+func WithResolver(r Resolver) GuardOption {
+	return guardOptionFunc(func(g *Guard) { g.resolver = r })
+}
+
+// A Guard keeps push deliveries away from the agent's own network (SSRF). A
+// target must be https, and every address its host resolves to must be
+// public: loopback, private (RFC 1918, ULA), link-local (169.254.0.0/16 with
+// the cloud metadata address, fe80::/10), multicast, unspecified, reserved
+// and CGNAT (100.64.0.0/10) addresses are refused, IPv4-mapped and NAT64
+// forms included.
+//
+// The allow-list lifts these rules. A host name on it (matched exactly,
+// case-insensitively) may be plain http and resolve anywhere. An IP or CIDR
+// on it lets a URL whose host is that literal address be plain http, and
+// lets any https host resolve into it. The zero allow-list, the default,
+// allows nothing.
+//
+// A Guard is safe for concurrent use.
+type Guard struct {
+	names    map[string]bool
+	nets     []netip.Prefix
+	resolver Resolver
+}
+
+// NewGuard returns a Guard that allows the hosts, IPs and CIDRs in
+// allowHosts (see [Guard]). An entry that is neither an IP nor a CIDR is a
+// host name; ports are not part of an entry.
+func NewGuard(allowHosts []string, opts ...GuardOption) *Guard {
+	g := &Guard{names: make(map[string]bool), resolver: net.DefaultResolver}
+	for _, h := range allowHosts {
+		h = normalHost(strings.Trim(strings.TrimSpace(h), "[]"))
+		if p, err := netip.ParsePrefix(h); err == nil {
+			g.nets = append(g.nets, p.Masked())
+		} else if a, err := netip.ParseAddr(h); err == nil {
+			a = a.Unmap()
+			g.nets = append(g.nets, netip.PrefixFrom(a, a.BitLen()))
+		} else if h != "" {
+			g.names[h] = true
+		}
+	}
+	for _, o := range opts {
+		o.applyGuard(g)
+	}
+	return g
+}
+
+// CheckURL checks a push target when its config is created: the URL must be
+// absolute http(s), https unless its host is allow-listed, and every address
+// its host resolves to must be allowed. The error wraps [ErrTargetRefused]
+// and names the host and the reason; it never repeats the URL, whose path or
+// query may hold a secret.
+//
+// A check now says nothing about the addresses the host will have later:
+// [Guard.Client] checks again at every dial.
+func (g *Guard) CheckURL(ctx context.Context, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%w: not a URL", ErrTargetRefused)
+	}
+	listed, err := g.checkURLRules(u)
+	if err != nil || listed {
+		return err
+	}
+	if _, err := g.addrs(ctx, normalHost(u.Hostname())); err != nil {
+		if !errors.Is(err, ErrTargetRefused) { // a config needs a host that resolves now
+			return fmt.Errorf("%w: %w", ErrTargetRefused, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// checkURLRules applies the rules that need no lookup: scheme, host present,
+// "localhost" names, literal addresses. listed reports that the host is
+// allow-listed, so nothing else needs checking.
+func (g *Guard) checkURLRules(u *url.URL) (listed bool, err error) {
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "http" && scheme != "https" {
+		return false, fmt.Errorf("%w: scheme %q (want https)", ErrTargetRefused, u.Scheme)
+	}
+	host := normalHost(u.Hostname())
+	if host == "" {
+		return false, fmt.Errorf("%w: the URL has no host", ErrTargetRefused)
+	}
+	if g.hostListed(host) {
+		return true, nil
+	}
+	if scheme != "https" {
+		return false, fmt.Errorf("%w: host %s: plain http is only allowed to allow-listed hosts", ErrTargetRefused, host)
+	}
+	// RFC 6761: these names are loopback whatever a resolver says.
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return false, fmt.Errorf("%w: host %s is a loopback name", ErrTargetRefused, host)
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		if why := g.refusal(a); why != "" {
+			return false, fmt.Errorf("%w: host %s is %s", ErrTargetRefused, host, why)
+		}
+	}
+	return false, nil
+}
+
+// addrs resolves host and returns its addresses if every one is allowed.
+// A failed lookup is not a refusal (it does not wrap [ErrTargetRefused]):
+// at dial time it may be transient, and the delivery worth retrying.
+func (g *Guard) addrs(ctx context.Context, host string) ([]netip.Addr, error) {
+	if a, err := netip.ParseAddr(host); err == nil {
+		if why := g.refusal(a); why != "" {
+			return nil, fmt.Errorf("%w: host %s is %s", ErrTargetRefused, host, why)
+		}
+		return []netip.Addr{a}, nil
+	}
+	ips, err := g.resolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return nil, fmt.Errorf("host %s does not resolve: %w", host, err)
+	}
+	if len(ips) == 0 {
+		return nil, fmt.Errorf("host %s has no address", host)
+	}
+	listed := g.hostListed(host)
+	out := make([]netip.Addr, 0, len(ips))
+	for _, ip := range ips {
+		a, ok := netip.AddrFromSlice(ip.IP)
+		if !ok {
+			return nil, fmt.Errorf("%w: host %s resolves to a malformed address", ErrTargetRefused, host)
+		}
+		a = a.Unmap().WithZone(ip.Zone) // net.IP holds IPv4 in 16 bytes
+		// One refused address refuses the host: a dial could pick it.
+		if why := g.refusal(a); why != "" && !listed {
+			return nil, fmt.Errorf("%w: host %s resolves to %s, %s", ErrTargetRefused, host, a, why)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// hostListed reports whether host (normalised) is allow-listed by name, or is
+// a literal address inside an allow-listed IP or CIDR.
+func (g *Guard) hostListed(host string) bool {
+	if g.names[host] {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && g.netListed(a)
+}
+
+func (g *Guard) netListed(a netip.Addr) bool {
+	a = a.Unmap().WithZone("")
+	for _, p := range g.nets {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// refusal says why a may not be reached, or "" if it may.
+func (g *Guard) refusal(a netip.Addr) string {
+	if g.netListed(a) {
+		return ""
+	}
+	a = a.Unmap().WithZone("")
+	if nat64.Contains(a) {
+		b := a.As16()
+		if why := g.refusal(netip.AddrFrom4([4]byte(b[12:]))); why != "" {
+			return why + " behind NAT64"
+		}
+		return ""
+	}
+	for _, n := range refusedNets {
+		if n.prefix.Contains(a) {
+			return n.why
+		}
+	}
+	return ""
+}
+
+// normalHost lower-cases a host name and drops the trailing dot of a fully
+// qualified name, so "Hooks.Example." and "hooks.example" are one host.
+func normalHost(h string) string {
+	return strings.TrimSuffix(strings.ToLower(h), ".")
+}
+
+// Client returns an HTTP client for deliveries, with timeout for each whole
+// request. Every request it sends, redirects included, must pass the URL
+// rules of [Guard.CheckURL]; every connection is dialled to an address the
+// Guard resolved and checked at that moment, so a host that resolved to a
+// public address at config time and to a private one now (DNS rebinding) is
+// refused before a packet leaves. It follows at most 3 redirects and uses no
+// proxy: through a proxy, the dial check would see the proxy's address, not
+// the target's.
+func (g *Guard) Client(timeout time.Duration) *http.Client {
+	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	transport := &http.Transport{
+		Proxy: nil, // never from the environment: see above
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return g.dial(ctx, dialer, network, addr)
+		},
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	return &http.Client{
+		Transport: &guardedTransport{guard: g, base: transport},
+		Timeout:   timeout,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) > maxRedirects {
+				return fmt.Errorf("%w: more than %d redirects", ErrTargetRefused, maxRedirects)
+			}
+			return nil
+		},
+	}
+}
+
+// dial connects to addr through the Guard: it resolves the host itself and
+// dials only checked addresses, so what was checked is what is connected to.
+func (g *Guard) dial(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: address %q: %w", ErrTargetRefused, addr, err)
+	}
+	addrs, err := g.addrs(ctx, normalHost(host))
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, a := range addrs {
+		conn, err := d.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+// guardedTransport applies the URL rules to every request, the first one
+// and each redirect, before the transport dials.
+type guardedTransport struct {
+	guard *Guard
+	base  *http.Transport
+}
+
+func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if _, err := t.guard.checkURLRules(req.URL); err != nil {
+		if req.Body != nil {
+			req.Body.Close() // RoundTrip must close the body, even on error
+		}
+		return nil, err
+	}
+	return t.base.RoundTrip(req)
+}
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach the
+// pooled connections.
+func (t *guardedTransport) CloseIdleConnections() { t.base.CloseIdleConnections() }

@@ -1,0 +1,90 @@
+package push
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"text/tabwriter"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/handoff-a2a/handoff/tasks"
+)
+
+// statusStore is what Statuses reads.
+type statusStore interface {
+	PushDeliveries(ctx context.Context, task a2a.TaskID) ([]*tasks.PushDelivery, error)
+	Get(ctx context.Context, owner tasks.Owner, id a2a.TaskID) (*tasks.Snapshot, error)
+}
+
+// Status is where the deliveries of one push config stand.
+type Status struct {
+	TaskID    a2a.TaskID           `json:"task_id"`
+	ConfigID  string               `json:"config_id"`
+	URL       string               `json:"url"`
+	Delivered int                  `json:"delivered"`
+	Pending   uint64               `json:"pending"`
+	Attempts  int                  `json:"attempts,omitempty"`
+	NextRetry time.Time            `json:"next_retry,omitzero"`
+	LastError string               `json:"last_error,omitempty"`
+	Dead      []tasks.DeadDelivery `json:"dead,omitempty"`
+}
+
+// Statuses lists every push config's delivery state; with owner set, only
+// that owner's.
+func Statuses(ctx context.Context, store statusStore, owner *tasks.Owner) ([]Status, error) {
+	pds, err := store.PushDeliveries(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := []Status{}
+	for _, pd := range pds {
+		if owner != nil && pd.Owner != *owner {
+			continue
+		}
+		s := Status{TaskID: pd.Config.TaskID, ConfigID: pd.Config.ID, URL: safeURL(pd.Config.URL),
+			Delivered: pd.DeliveredCount, Attempts: pd.Attempts, NextRetry: pd.NextAttempt, LastError: pd.LastError, Dead: pd.Dead}
+		if snap, err := store.Get(ctx, pd.Owner, pd.Config.TaskID); err == nil && snap.Version > pd.Delivered {
+			s.Pending = snap.Version - pd.Delivered
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// safeURL drops credentials and the query from a webhook URL before it is
+// shown: either may carry a secret.
+func safeURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
+// WriteStatusTable prints statuses for people, one config a line, then each
+// dead-lettered event.
+func WriteStatusTable(w io.Writer, statuses []Status) error {
+	if len(statuses) == 0 {
+		_, err := fmt.Fprintln(w, "no push configs")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tCONFIG\tURL\tDELIVERED\tPENDING\tDEAD\tLAST ERROR")
+	for _, s := range statuses {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", s.TaskID, s.ConfigID, s.URL, s.Delivered, s.Pending, len(s.Dead), s.LastError)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range statuses {
+		for _, d := range s.Dead {
+			fmt.Fprintf(w, "dead: task %s config %s event %d after %d attempts at %s: %s\n",
+				s.TaskID, s.ConfigID, d.Seq, d.Attempts, d.At.Format(time.RFC3339), d.Reason)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,188 @@
+package handoff
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/handoff-a2a/handoff/push"
+)
+
+// receiver is a real webhook endpoint that verifies every delivery with
+// push.Verifier and records the events it accepted, in order.
+type receiver struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	events []string        // "kind:state" of each accepted delivery
+	ids    map[string]bool // delivery ids seen, to count duplicates
+	dups   int
+	fail   int // answer 503 to this many deliveries first
+	got    chan struct{}
+}
+
+func newReceiver(t *testing.T, agentURL string, fail int) *receiver {
+	r := &receiver{ids: map[string]bool{}, fail: fail, got: make(chan struct{}, 100)}
+	mux := http.NewServeMux()
+	r.srv = httptest.NewUnstartedServer(mux)
+	r.srv.Start()
+	t.Cleanup(r.srv.Close)
+	v := push.NewVerifier(agentURL+"/.well-known/jwks.json", r.srv.URL+"/hook", push.WithToken("tok-123456789"))
+	mux.Handle("/hook", v.Middleware(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.fail > 0 {
+			r.fail--
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		vd, _ := push.VerifiedFrom(req.Context())
+		if r.ids[vd.DeliveryID] {
+			r.dups++
+		}
+		r.ids[vd.DeliveryID] = true
+		r.events = append(r.events, eventKind(vd.Body))
+		r.got <- struct{}{}
+	})))
+	return r
+}
+
+// eventKind summarises a StreamResponse body as "kind:state".
+func eventKind(body []byte) string {
+	var ev map[string]map[string]any
+	_ = json.Unmarshal(body, &ev)
+	for k, v := range ev {
+		switch k {
+		case "task":
+			return "task:" + v["status"].(map[string]any)["state"].(string)
+		case "statusUpdate":
+			return "status:" + v["status"].(map[string]any)["state"].(string)
+		}
+		return k
+	}
+	return "?"
+}
+
+func (r *receiver) wait(t *testing.T, n int) []string {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		r.mu.Lock()
+		got := append([]string(nil), r.events...)
+		r.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		select {
+		case <-r.got:
+		case <-deadline:
+			t.Fatalf("received %d events, want %d: %v", len(got), n, got)
+		}
+	}
+}
+
+func pushConfig(t *testing.T, extra string) *Config {
+	c, err := ParseConfig("push.yaml", strings.NewReader(minimalConfig+
+		"log: {level: error}\nlimits: {shutdown_grace: 1s}\ncapabilities: {push_notifications: true}\n"+
+		"push: {allow_hosts: [127.0.0.1], retry_delay: 10ms, timeout: 500ms"+extra+"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DataDir = t.TempDir()
+	return c
+}
+
+func TestPushDeliversEveryEventInOrder(t *testing.T) {
+	url := startAgent(t, pushConfig(t, ""))
+	a, b := newReceiver(t, url, 0), newReceiver(t, url, 3) // b answers 503 three times first
+	params := func(hook string) string {
+		return fmt.Sprintf(`{"message":{"messageId":"tck-stream-001-x","role":"ROLE_USER","parts":[{"text":"hi"}]},
+			"configuration":{"taskPushNotificationConfig":{"url":%q,"token":"tok-123456789"}}}`, hook)
+	}
+	// Two tasks, each with its own webhook: a healthy one and a flaky one.
+	for _, r := range []*receiver{a, b} {
+		if status, out := call(t, url, "", "", "SendMessage", params(r.srv.URL+"/hook")); status != http.StatusOK || out["result"] == nil {
+			t.Fatalf("send: %d %v", status, out)
+		}
+	}
+	want := "task:TASK_STATE_SUBMITTED,status:TASK_STATE_WORKING,artifactUpdate,status:TASK_STATE_COMPLETED"
+	for name, r := range map[string]*receiver{"healthy": a, "503 three times": b} {
+		got := strings.Join(r.wait(t, 4), ",")
+		if got != want {
+			t.Errorf("%s receiver got %s, want %s", name, got, want)
+		}
+		if r.dups != 0 {
+			t.Errorf("%s receiver got %d duplicates", name, r.dups)
+		}
+	}
+}
+
+func TestPushDeadLettersAndDoesNotSlowTheTask(t *testing.T) {
+	url := startAgent(t, pushConfig(t, ", max_attempts: 2"))
+	block := make(chan struct{})
+	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // never answers in time
+		case <-block:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(block); dead.Close() })
+	start := time.Now()
+	status, out := call(t, url, "", "", "SendMessage", fmt.Sprintf(`{"message":{"messageId":"tck-complete-task-1","role":"ROLE_USER","parts":[{"text":"hi"}]},
+		"configuration":{"taskPushNotificationConfig":{"url":%q}}}`, dead.URL+"/hook"))
+	if status != http.StatusOK || out["result"] == nil {
+		t.Fatalf("send: %d %v", status, out)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("the task took %s with a dead webhook", took)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st := pushStatuses(t, url)
+		if len(st) == 1 && len(st[0].Dead) > 0 {
+			if st[0].Dead[0].Attempts != 2 {
+				t.Fatalf("dead after %d attempts, want 2", st[0].Dead[0].Attempts)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no dead letter: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestPushTargetsAreGuarded(t *testing.T) {
+	url := startAgent(t, pushConfig(t, ""))
+	for _, target := range []string{"http://169.254.169.254/latest", "http://10.0.0.1/", "http://localhost/"} {
+		_, out := call(t, url, "", "", "SendMessage", fmt.Sprintf(`{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]},
+			"configuration":{"taskPushNotificationConfig":{"url":%q}}}`, target))
+		if errorCode(out) != -32602 {
+			t.Errorf("%s: %v, want -32602", target, out)
+		}
+	}
+}
+
+// pushStatuses asks the agent where its (anonymous) caller's deliveries stand.
+func pushStatuses(t *testing.T, url string) []push.Status {
+	t.Helper()
+	resp, err := http.Get(url + "/a2a/push/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var body struct {
+		Configs []push.Status `json:"configs"`
+	}
+	if err := json.Unmarshal(b, &body); err != nil {
+		t.Fatalf("push status: %s", b)
+	}
+	return body.Configs
+}
