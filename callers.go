@@ -109,7 +109,9 @@ func authenticate(a *auth.Authenticator, b binding, next http.Handler) http.Hand
 
 // principalInterceptor hands the authenticated principal to a2a-go's call
 // context, where the engine binds tasks to it.
-type principalInterceptor struct{ a2asrv.PassthroughCallInterceptor }
+type principalInterceptor struct {
+	a2asrv.PassthroughCallInterceptor
+}
 
 func (principalInterceptor) Before(ctx context.Context, cc *a2asrv.CallContext, _ *a2asrv.Request) (context.Context, any, error) {
 	if p, ok := auth.PrincipalFrom(ctx); ok {

@@ -1,9 +1,9 @@
 package push
 
 import (
-	"crypto/rand"
 	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"

@@ -51,13 +51,13 @@ type run struct {
 	quit      chan struct{} // closed when the writer should exit
 	writeErr  error
 	ended     bool // no more events are taken
-	msg      *a2a.Message
-	err      error // ends the run without a task
-	idle     *time.Timer
-	started  chan struct{} // closed at the first write or at the end
-	done     chan struct{} // closed when the run has ended
-	endOnce  sync.Once
-	startOne sync.Once
+	msg       *a2a.Message
+	err       error // ends the run without a task
+	idle      *time.Timer
+	started   chan struct{} // closed at the first write or at the end
+	done      chan struct{} // closed when the run has ended
+	endOnce   sync.Once
+	startOne  sync.Once
 }
 
 func (e *Engine) newRun(ctx context.Context, h *hub, owner Owner, ec *a2asrv.ExecutorContext, base *Snapshot, slot bool) *run {
