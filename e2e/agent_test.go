@@ -66,8 +66,10 @@ func runTests(m *testing.M) int {
 
 // agentConfig is what a test changes in the conformance agent's YAML.
 type agentConfig struct {
-	dataDir      string // default t.TempDir()
-	maxBodyBytes int64  // default: the product's default
+	dataDir         string // default t.TempDir()
+	maxBodyBytes    int64  // default: the product's default
+	pushRetryDelay  string // default: the product's default
+	pushMaxAttempts int    // default: the product's default
 }
 
 // writeConfig writes examples/conformance/agent.yaml with the e2e limits to
@@ -91,6 +93,14 @@ func writeConfig(t *testing.T, c agentConfig) string {
 		limits["max_body_bytes"] = c.maxBodyBytes
 	}
 	doc["limits"] = limits
+	if p, ok := doc["push"].(map[string]any); ok {
+		if c.pushRetryDelay != "" {
+			p["retry_delay"] = c.pushRetryDelay
+		}
+		if c.pushMaxAttempts > 0 {
+			p["max_attempts"] = c.pushMaxAttempts
+		}
+	}
 	// listen and data_dir come from the command line, as the brief of each
 	// test wants; the ones in the file would point at a fixed port and ./data.
 	delete(doc, "listen")
