@@ -81,11 +81,15 @@ type Dispatcher struct {
 }
 
 type worker struct {
-	task    a2a.TaskID
-	config  string
-	nudged  bool // there may be more to deliver
-	wake    chan struct{}
-	stopped bool
+	task   a2a.TaskID
+	config string
+	nudged bool // there may be more to deliver; guarded by Dispatcher.mu
+	wake   chan struct{}
+
+	// Only the worker's goroutine touches these: the config's state as last
+	// stored, and events read from the log but not yet delivered.
+	pd    *tasks.PushDelivery
+	queue []tasks.Event
 }
 
 // NewDispatcher returns a dispatcher that signs deliveries with signer and
@@ -205,27 +209,34 @@ func (d *Dispatcher) work(ctx context.Context, key string, w *worker) {
 // step delivers (or retries) the next event of one config. more says
 // whether there is more to do, wait how long to wait before it.
 func (d *Dispatcher) step(ctx context.Context, w *worker) (more bool, wait time.Duration, err error) {
-	pds, err := d.store.PushDeliveries(ctx, w.task)
-	if err != nil {
-		return true, 0, err
-	}
-	var pd *tasks.PushDelivery
-	for _, p := range pds {
-		if p.Config.ID == w.config {
-			pd = p
+	if w.pd == nil { // the state is read once, then kept as the worker stores it
+		pds, err := d.store.PushDeliveries(ctx, w.task)
+		if err != nil {
+			return true, 0, err
+		}
+		for _, p := range pds {
+			if p.Config.ID == w.config {
+				w.pd = p
+			}
+		}
+		if w.pd == nil {
+			return false, 0, nil // the config was deleted
 		}
 	}
-	if pd == nil {
-		return false, 0, nil // the config was deleted
-	}
+	pd := w.pd
 	if now := d.cfg.now(); pd.NextAttempt.After(now) {
 		return true, pd.NextAttempt.Sub(now), nil
 	}
-	evs, err := d.store.Events(ctx, pd.Owner, w.task, pd.Delivered)
-	if err != nil {
-		return true, 0, err
+	if len(w.queue) == 0 {
+		evs, err := d.store.Events(ctx, pd.Owner, w.task, pd.Delivered)
+		if err != nil {
+			return true, 0, err
+		}
+		w.queue = evs
 	}
+	evs := w.queue
 	if len(evs) == 0 {
+		w.pd = nil // read again when woken: the config may have changed
 		return false, 0, nil
 	}
 	ev := evs[0]
@@ -241,12 +252,14 @@ func (d *Dispatcher) step(ctx context.Context, w *worker) (more bool, wait time.
 	retryAfter, reason, retriable := d.post(ctx, pd, ev.Seq, body)
 	switch {
 	case reason == "":
+		w.queue = w.queue[1:]
 		pd.Delivered, pd.DeliveredCount = ev.Seq, pd.DeliveredCount+1
 		pd.Attempts, pd.FirstAttempt, pd.NextAttempt, pd.LastError = 0, time.Time{}, time.Time{}, ""
 	case !retriable || pd.Attempts >= d.cfg.maxAttempts || now.Sub(pd.FirstAttempt) >= d.cfg.maxAge:
 		d.cfg.logger.Warn("push: delivery dead-lettered", slog.String("task_id", string(w.task)), slog.String("config", w.config),
 			slog.Uint64("seq", ev.Seq), slog.Int("attempts", pd.Attempts), slog.String("reason", reason))
 		pd.Dead = append(pd.Dead, tasks.DeadDelivery{Seq: ev.Seq, Attempts: pd.Attempts, Reason: reason, At: now})
+		w.queue = w.queue[1:]
 		pd.Delivered = ev.Seq
 		pd.Attempts, pd.FirstAttempt, pd.NextAttempt, pd.LastError = 0, time.Time{}, time.Time{}, ""
 	default:
@@ -257,6 +270,7 @@ func (d *Dispatcher) step(ctx context.Context, w *worker) (more bool, wait time.
 		pd.NextAttempt, pd.LastError = now.Add(delay), reason
 	}
 	if err := d.store.UpdatePushDelivery(ctx, pd); err != nil {
+		w.pd, w.queue = nil, nil // start again from what is stored
 		if errors.Is(err, tasks.ErrNotFound) {
 			return false, 0, nil
 		}
