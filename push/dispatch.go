@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -321,6 +322,10 @@ func (d *Dispatcher) post(ctx context.Context, pd *tasks.PushDelivery, seq uint6
 		req.Header.Set("Authorization", "Bearer "+jwt)
 	}
 	resp, err := d.client.Do(req)
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // its message repeats the URL, whose query may hold a secret
+	}
 	if err != nil {
 		if errors.Is(err, ErrTargetRefused) {
 			return 0, err.Error(), false

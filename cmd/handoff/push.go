@@ -27,7 +27,6 @@ func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fs := newFlagSet("push status", "URL|--data-dir DIR [--json] [--api-key KEY] [--token JWT]", stdout)
 	dataDir := fs.String("data-dir", "", "read the store of a stopped agent in `DIR` directly")
-	asJSON := fs.Bool("json", false, "print JSON")
 	out := addOutputFlags(fs, "give up after `D`")
 	rest, err := parseInterleaved(fs, args[1:])
 	if err != nil {
@@ -45,7 +44,7 @@ func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if *asJSON || out.json {
+	if out.json {
 		return json.NewEncoder(stdout).Encode(statuses)
 	}
 	return push.WriteStatusTable(stdout, statuses)
