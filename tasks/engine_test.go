@@ -86,14 +86,14 @@ func (x *scriptExec) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) ite
 	}
 }
 
-func newEngine(t *testing.T, dir string, opts ...tasks.Option) (*tasks.Engine, *scriptExec, *tasks.BoltStore) {
+func newEngine(t testing.TB, dir string, opts ...tasks.Option) (*tasks.Engine, *scriptExec, *tasks.BoltStore) {
 	t.Helper()
 	st, err := tasks.OpenBolt(filepath.Join(dir, "tasks.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	x := &scriptExec{release: make(chan struct{})}
-	e, err := tasks.NewEngine(t.Context(), st, x, opts...)
+	e, err := tasks.NewEngine(context.Background(), st, x, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

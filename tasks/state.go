@@ -91,11 +91,12 @@ func apply(prev *Snapshot, ev a2a.Event, now time.Time) (*Snapshot, error) {
 			return nil, fmt.Errorf("%w: artifact update without an artifact id", ErrInvalidEvent)
 		}
 		i := slices.IndexFunc(cur.Artifacts, func(a *a2a.Artifact) bool { return a.ID == e.Artifact.ID })
-		arts := slices.Clone(cur.Artifacts)
+		var arts []*a2a.Artifact
 		switch {
 		case e.Append && i < 0:
 			return nil, fmt.Errorf("%w: append to unknown artifact %s", ErrInvalidEvent, e.Artifact.ID)
 		case e.Append:
+			arts = slices.Clone(cur.Artifacts)
 			merged := *arts[i]
 			merged.Parts = append(slices.Clip(merged.Parts), e.Artifact.Parts...)
 			if len(e.Artifact.Metadata) > 0 {
@@ -103,9 +104,14 @@ func apply(prev *Snapshot, ev a2a.Event, now time.Time) (*Snapshot, error) {
 			}
 			arts[i] = &merged
 		case i >= 0:
+			arts = slices.Clone(cur.Artifacts)
 			arts[i] = e.Artifact
 		default:
-			arts = append(arts, e.Artifact)
+			// In place past prev's length: prev never sees it, and a snapshot
+			// has one successor only (one writer per task), so no other
+			// successor can write the same slot. Cloning here made a task's
+			// artifacts cost O(n²).
+			arts = append(cur.Artifacts, e.Artifact)
 		}
 		t.Artifacts = arts
 	case *a2a.Message:
