@@ -18,6 +18,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/handoff-a2a/handoff/agentcard"
 	"github.com/handoff-a2a/handoff/internal/a2aconnect"
@@ -45,7 +46,7 @@ func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *agentOptions)
 type Agent struct {
 	cfg     *Config
 	log     *slog.Logger
-	store   *tasks.BoltStore
+	store   agentStore
 	engine  *tasks.Engine
 	handler a2asrv.RequestHandler
 	authn   *auth.Authenticator
@@ -58,6 +59,32 @@ type Agent struct {
 
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// agentStore is the task store with the readiness check both backends have.
+type agentStore interface {
+	tasks.Store
+	Ping(ctx context.Context) error
+}
+
+// openStore opens the store the config names: bbolt in the data directory
+// (the default), or Redis.
+func openStore(ctx context.Context, cfg *Config) (agentStore, error) {
+	if cfg.Store.Kind == "redis" {
+		s, err := tasks.OpenRedis(ctx, cfg.Store.URL, cfg.Store.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	s, err := tasks.OpenBolt(filepath.Join(cfg.DataDir, "tasks.db"), 2*time.Second)
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("%w (is another agent using data directory %s?)", err, cfg.DataDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // NewLogger returns the logger a config asks for, writing to stderr.
@@ -92,11 +119,8 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := tasks.OpenBolt(filepath.Join(cfg.DataDir, "tasks.db"), 2*time.Second)
+	store, err := openStore(ctx, cfg)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "timeout") {
-			return nil, fmt.Errorf("%w (is another agent using data directory %s?)", err, cfg.DataDir)
-		}
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, log: o.logger, store: store, authn: authn, keys: keys, guard: push.NewGuard(cfg.Push.AllowHosts)}
@@ -173,6 +197,17 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprintln(w, "ok")
+	})
+	// Ready means the store answers: with Redis down the agent is alive but
+	// cannot serve, and a load balancer should send its callers elsewhere.
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		if err := a.store.Ping(r.Context()); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "store: %s (%s)\n", "unavailable", a.cfg.Store.Kind)
+			return
+		}
+		fmt.Fprintf(w, "ok (store %s)\n", a.cfg.Store.Kind)
 	})
 	return logRequests(a.log, mux), nil
 }

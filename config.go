@@ -35,8 +35,11 @@ type Config struct {
 	// PublicURL is the base URL peers reach the agent at, used in the card.
 	// Default: http:// plus the address actually bound.
 	PublicURL string `yaml:"public_url"`
-	// DataDir holds the task store. Default ./data.
+	// DataDir holds the embedded task store and the default signing key.
+	// Default ./data.
 	DataDir string `yaml:"data_dir"`
+	// Store chooses where tasks, event logs and push state live.
+	Store StoreConfig `yaml:"store"`
 
 	Capabilities CapabilitiesConfig `yaml:"capabilities"`
 	Limits       LimitsConfig       `yaml:"limits"`
@@ -112,6 +115,17 @@ type SkillConfig struct {
 	// Executor names the built-in executor that performs the skill: "tck",
 	// the A2A test kit's conformance behaviour.
 	Executor string `yaml:"executor"`
+}
+
+// StoreConfig chooses the task store.
+type StoreConfig struct {
+	// Kind is "embedded" (default: bbolt in DataDir) or "redis".
+	Kind string `yaml:"kind"`
+	// URL is the Redis URL (redis://[:PASSWORD@]HOST:PORT/DB or rediss://).
+	URL string `yaml:"url"`
+	// Namespace prefixes every key, so several agents share one Redis.
+	// Default: the agent's name.
+	Namespace string `yaml:"namespace"`
 }
 
 // PushSettings tunes webhook delivery. Webhook URLs must be https and
@@ -283,6 +297,12 @@ func (c *Config) applyDefaults() {
 	if c.Limits.ShutdownGrace == nil {
 		c.Limits.ShutdownGrace = &Duration{10 * time.Second}
 	}
+	if c.Store.Kind == "" {
+		c.Store.Kind = "embedded"
+	}
+	if c.Store.Namespace == "" {
+		c.Store.Namespace = strings.NewReplacer("{", "", "}", "").Replace(c.Name)
+	}
 	if c.Push.MaxAttempts == 0 {
 		c.Push.MaxAttempts = 8
 	}
@@ -360,6 +380,18 @@ func (c *Config) validate() error {
 	}
 	if !c.Auth.Anonymous && len(c.Auth.APIKeys) == 0 && len(c.Auth.JWTIssuers) == 0 {
 		bad("auth", "no caller could ever be served: set anonymous: true, or configure api_keys or jwt_issuers")
+	}
+	switch c.Store.Kind {
+	case "embedded":
+		if c.Store.URL != "" {
+			bad("store.url", "is only for kind redis")
+		}
+	case "redis":
+		if !strings.HasPrefix(c.Store.URL, "redis://") && !strings.HasPrefix(c.Store.URL, "rediss://") {
+			bad("store.url", "kind redis needs a redis:// or rediss:// URL")
+		}
+	default:
+		bad("store.kind", "%q is not one of embedded, redis", c.Store.Kind)
 	}
 	if c.Push.MaxAttempts < 1 {
 		bad("push.max_attempts", "must be at least 1")

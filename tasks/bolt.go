@@ -79,6 +79,16 @@ func OpenBolt(path string, timeout time.Duration) (*BoltStore, error) {
 	return s, nil
 }
 
+// Ping reports whether the store is open; readiness checks use it.
+func (s *BoltStore) Ping(context.Context) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
 // Close waits for queued writes to commit and closes the file.
 func (s *BoltStore) Close() error {
 	s.mu.Lock()

@@ -140,6 +140,20 @@ func (s *RedisStore) Close() error {
 	return s.rdb.Close()
 }
 
+// Ping checks that Redis answers, within the store's timeout; readiness
+// checks use it.
+func (s *RedisStore) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("ping redis: %w", s.fail(ctx, err))
+	}
+	return nil
+}
+
 // bound gives a call the store's timeout unless ctx ends sooner.
 func (s *RedisStore) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= s.timeout {

@@ -19,7 +19,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"serve", "--config FILE [--listen ADDR] [--data-dir DIR]", "run an agent", runServe},
+		{"serve", "--config FILE [--listen ADDR] [--data-dir DIR] [--store redis://HOST:PORT/DB]", "run an agent", runServe},
 		{"send", "URL TEXT [--stream] [--json]", "send a message to an agent", runSend},
 		{"get", "URL TASK_ID [--json]", "show a task", runGet},
 		{"cancel", "URL TASK_ID [--json]", "cancel a task", runCancel},
