@@ -1,0 +1,113 @@
+package mcp
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tool is one entry of a catalog [Snapshot]. It is immutable once published.
+type Tool struct {
+	// Name is the catalog name, Server__Remote.
+	Name string
+	// Server is the configured server's name; Remote is the tool's name on that server.
+	Server, Remote string
+	// Definition is the tool as the server listed it. Callers must not modify it.
+	Definition *mcpsdk.Tool
+	// Digest is a hash of Definition; two snapshots hold the same tool when their digests match.
+	Digest string
+
+	inputOnce  sync.Once
+	input      *jsonschema.Resolved
+	inputErr   error
+	outputOnce sync.Once
+	output     *jsonschema.Resolved // nil: the tool declares no output schema
+	outputErr  error
+}
+
+// newTool namespaces def and hashes it. The hash covers the whole definition the server sent,
+// so a changed description or schema is a changed tool.
+func newTool(server string, def *mcpsdk.Tool) (*Tool, error) {
+	raw, err := json.Marshal(def)
+	if err != nil {
+		return nil, fmt.Errorf("encode tool %s: %w", def.Name, err)
+	}
+	sum := sha256.Sum256(raw)
+	return &Tool{
+		Name:       server + nameSep + def.Name,
+		Server:     server,
+		Remote:     def.Name,
+		Definition: def,
+		Digest:     hex.EncodeToString(sum[:]),
+	}, nil
+}
+
+// inputSchema compiles the tool's inputSchema once, on first use: most listed tools are never
+// called.
+func (t *Tool) inputSchema() (*jsonschema.Resolved, error) {
+	t.inputOnce.Do(func() { t.input, t.inputErr = compileSchema(t.Definition.InputSchema) })
+	return t.input, t.inputErr
+}
+
+// outputSchema compiles the tool's outputSchema once; it is nil when the tool declares none.
+func (t *Tool) outputSchema() (*jsonschema.Resolved, error) {
+	t.outputOnce.Do(func() {
+		if t.Definition.OutputSchema != nil {
+			t.output, t.outputErr = compileSchema(t.Definition.OutputSchema)
+		}
+	})
+	return t.output, t.outputErr
+}
+
+// compileSchema turns a schema as it came over the wire (any JSON value) into a validator.
+func compileSchema(v any) (*jsonschema.Resolved, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode schema: %w", err)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("decode schema: %w", err)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("resolve schema: %w", err)
+	}
+	return rs, nil
+}
+
+// Snapshot is one immutable version of the catalog: the tools of every available server.
+type Snapshot struct {
+	// Version is a hash of the tool definitions the snapshot holds (names and digests): two
+	// snapshots with the same tools have the same version.
+	Version string
+	// Tools are sorted by Name. Callers must not modify them.
+	Tools []*Tool
+
+	byName map[string]*Tool
+}
+
+// newSnapshot sorts tools and derives the version from them.
+func newSnapshot(tools []*Tool) *Snapshot {
+	slices.SortFunc(tools, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
+	h := sha256.New()
+	byName := make(map[string]*Tool, len(tools))
+	for _, t := range tools {
+		fmt.Fprintf(h, "%s\x00%s\n", t.Name, t.Digest)
+		byName[t.Name] = t
+	}
+	return &Snapshot{Version: hex.EncodeToString(h.Sum(nil)), Tools: tools, byName: byName}
+}
+
+// Tool returns the tool with the catalog name, if the snapshot holds it.
+func (s *Snapshot) Tool(name string) (*Tool, bool) {
+	t, ok := s.byName[name]
+	return t, ok
+}

@@ -1,0 +1,576 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// An Option configures a [Manager].
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	logger           *slog.Logger
+	lookupEnv        LookupEnv
+	callTimeout      time.Duration
+	minBackoff       time.Duration
+	maxBackoff       time.Duration
+	unavailableAfter int
+	httpClient       *http.Client
+	// dial replaces a server's configured transport; only tests set it (export_test.go).
+	dial map[string]func() (mcpsdk.Transport, error)
+}
+
+// WithLogger sets the logger for connects, disconnects and catalog changes. By default
+// nothing is logged.
+func WithLogger(l *slog.Logger) Option { return optionFunc(func(c *config) { c.logger = l }) }
+
+// WithLookupEnv sets where ${VAR} in Env and Headers, PATH and InheritEnv are read from. The
+// default is [os.LookupEnv]: the agent's own environment.
+func WithLookupEnv(f LookupEnv) Option { return optionFunc(func(c *config) { c.lookupEnv = f }) }
+
+// WithCallTimeout sets the deadline of a call whose [CallRequest.Timeout] is zero. The default
+// is 30s; the SDK itself sets none, so every call gets one.
+func WithCallTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.callTimeout = d })
+}
+
+// WithBackoff sets the delays between reconnect attempts: the first is first, each next one
+// doubles (with jitter) up to limit. The default is 100ms up to 30s.
+func WithBackoff(first, limit time.Duration) Option {
+	return optionFunc(func(c *config) {
+		first = max(first, time.Millisecond) // zero would spin on a server that never starts
+		c.minBackoff, c.maxBackoff = first, max(first, limit)
+	})
+}
+
+// WithUnavailableAfter sets how many connect attempts in a row must fail before a server is
+// marked unavailable and its tools leave the catalog. The default is 3. Until then a server
+// that was serving keeps its tools, and calls wait for the reconnect within their deadline.
+func WithUnavailableAfter(n int) Option {
+	return optionFunc(func(c *config) { c.unavailableAfter = max(n, 1) })
+}
+
+// WithHTTPClient sets the client for http servers. The default is a fresh client with no
+// overall timeout (streams are long-lived; every call has its own deadline).
+func WithHTTPClient(hc *http.Client) Option {
+	return optionFunc(func(c *config) { c.httpClient = hc })
+}
+
+// historySize is how many past snapshots stay resolvable by version, so that a call planned
+// against a slightly older snapshot still runs when its tool did not change.
+const historySize = 32
+
+// ServerState is where a server's supervisor is.
+type ServerState string
+
+const (
+	// StateConnecting: the first connect has not succeeded yet.
+	StateConnecting ServerState = "connecting"
+	// StateReady: connected; the server's tools are in the catalog.
+	StateReady ServerState = "ready"
+	// StateReconnecting: the connection was lost; the tools stay in the catalog while the
+	// supervisor reconnects, until WithUnavailableAfter attempts have failed.
+	StateReconnecting ServerState = "reconnecting"
+	// StateUnavailable: the server stays down; its tools are not in the catalog. The
+	// supervisor keeps trying with backoff.
+	StateUnavailable ServerState = "unavailable"
+	// StateStopped: Run has returned.
+	StateStopped ServerState = "stopped"
+)
+
+// ServerStatus reports one server's supervisor.
+type ServerStatus struct {
+	// Name is the server's configured name.
+	Name string
+	// State is where its supervisor is.
+	State ServerState
+	// Protocol is the MCP protocol version of the current or last session.
+	Protocol string
+	// Connects counts successful connects; Listings counts tool listings (one per connect and
+	// one per list_changed).
+	Connects, Listings int
+	// Err is the last connect or listing error, nil after a successful connect.
+	Err error
+}
+
+// Manager supervises the configured MCP servers, publishes their tools as catalog snapshots
+// and runs tool calls. Its methods are safe for concurrent use.
+type Manager struct {
+	cfg     config
+	sups    map[string]*supervisor
+	order   []*supervisor
+	running atomic.Bool
+
+	mu       sync.Mutex
+	current  *Snapshot
+	history  map[string]*Snapshot
+	versions []string      // history's keys, oldest first
+	updated  chan struct{} // closed and replaced on every snapshot or status change
+}
+
+// NewManager checks the server configs and returns a Manager for them; [Manager.Run] starts
+// it. Until then the catalog is empty.
+func NewManager(servers []ServerConfig, opts ...Option) (*Manager, error) {
+	c := config{
+		logger:           slog.New(slog.DiscardHandler),
+		lookupEnv:        os.LookupEnv,
+		callTimeout:      30 * time.Second,
+		minBackoff:       100 * time.Millisecond,
+		maxBackoff:       30 * time.Second,
+		unavailableAfter: 3,
+		httpClient:       &http.Client{},
+	}
+	for _, o := range opts {
+		o.apply(&c)
+	}
+	m := &Manager{
+		cfg:     c,
+		sups:    make(map[string]*supervisor, len(servers)),
+		history: make(map[string]*Snapshot),
+		updated: make(chan struct{}),
+	}
+	var errs []error
+	for _, sc := range servers {
+		if err := sc.validate(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, dup := m.sups[sc.Name]; dup {
+			errs = append(errs, fmt.Errorf("mcp server %q: configured twice", sc.Name))
+			continue
+		}
+		s := newSupervisor(m, sc)
+		m.sups[sc.Name] = s
+		m.order = append(m.order, s)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	m.publishLocked()
+	return m, nil
+}
+
+// Run supervises every server until ctx is done, then closes their sessions, kills the stdio
+// servers' process groups and returns. Cancellation is a clean stop, so the error is nil; Run
+// may be called once.
+func (m *Manager) Run(ctx context.Context) error {
+	if !m.running.CompareAndSwap(false, true) {
+		return errors.New("mcp: Manager.Run called twice")
+	}
+	var wg sync.WaitGroup
+	for _, s := range m.order {
+		wg.Go(func() { s.run(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// Snapshot returns the current catalog.
+func (m *Manager) Snapshot() *Snapshot {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.current
+}
+
+// Updated returns a channel that is closed at the next change of the catalog or of any
+// server's status. Take the channel before reading the state it guards, then wait on it.
+func (m *Manager) Updated() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.updated
+}
+
+// Servers reports every server's supervisor, in config order.
+func (m *Manager) Servers() []ServerStatus {
+	out := make([]ServerStatus, 0, len(m.order))
+	for _, s := range m.order {
+		out = append(out, s.status())
+	}
+	return out
+}
+
+// snapshotAt returns the snapshot with the version, if it is still in the history.
+func (m *Manager) snapshotAt(version string) (*Snapshot, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.history[version]
+	return s, ok
+}
+
+// changed rebuilds the catalog from the supervisors and wakes every waiter.
+func (m *Manager) changed() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.publishLocked()
+}
+
+func (m *Manager) publishLocked() {
+	var tools []*Tool
+	for _, s := range m.order {
+		tools = append(tools, s.catalogTools()...)
+	}
+	snap := newSnapshot(tools)
+	if m.current == nil || snap.Version != m.current.Version {
+		if old, ok := m.history[snap.Version]; ok {
+			snap = old // the same tools again (a reconnect): keep the compiled schemas
+		} else {
+			m.history[snap.Version] = snap
+			m.versions = append(m.versions, snap.Version)
+			if len(m.versions) > historySize {
+				delete(m.history, m.versions[0])
+				m.versions = m.versions[1:]
+			}
+			m.cfg.logger.Info("mcp catalog changed", "version", snap.Version, "tools", len(snap.Tools))
+		}
+		m.current = snap
+	}
+	close(m.updated)
+	m.updated = make(chan struct{})
+}
+
+// supervisor owns one server's connection: connect, list, watch, reconnect.
+type supervisor struct {
+	m      *Manager
+	cfg    ServerConfig
+	client *mcpsdk.Client
+	relist chan struct{} // a list_changed arrived; buffered, so one pending relist covers many
+
+	mu       sync.Mutex // guards the fields below; never held while calling m.changed
+	state    ServerState
+	sess     *mcpsdk.ClientSession
+	tools    []*Tool
+	protocol string
+	connects int
+	listings int
+	err      error
+}
+
+func newSupervisor(m *Manager, cfg ServerConfig) *supervisor {
+	s := &supervisor{m: m, cfg: cfg, relist: make(chan struct{}, 1), state: StateConnecting}
+	s.client = mcpsdk.NewClient(&mcpsdk.Implementation{Name: "handoff", Version: "0"}, &mcpsdk.ClientOptions{
+		// An empty, non-nil set: the SDK would otherwise advertise roots, which we do not serve.
+		Capabilities: &mcpsdk.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *mcpsdk.ToolListChangedRequest) {
+			select { // runs on the session's reader: never block it
+			case s.relist <- struct{}{}:
+			default:
+			}
+		},
+	})
+	return s
+}
+
+func (s *supervisor) status() ServerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ServerStatus{Name: s.cfg.Name, State: s.state, Protocol: s.protocol,
+		Connects: s.connects, Listings: s.listings, Err: s.err}
+}
+
+// catalogTools is what the server contributes to the catalog: nothing while unavailable.
+func (s *supervisor) catalogTools() []*Tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == StateUnavailable || s.state == StateStopped {
+		return nil
+	}
+	return s.tools
+}
+
+// update changes the supervisor's fields under its lock, then republishes the catalog.
+func (s *supervisor) update(f func()) {
+	s.mu.Lock()
+	f()
+	s.mu.Unlock()
+	s.m.changed()
+}
+
+// stableAfter is how long a session must live for its loss to count as a fresh failure rather
+// than one more in a crash loop.
+const stableAfter = 30 * time.Second
+
+// run connects, serves and reconnects until ctx is done.
+func (s *supervisor) run(ctx context.Context) {
+	defer s.update(func() { s.state, s.sess = StateStopped, nil })
+	var (
+		failures int  // connect attempts failed in a row: decides unavailability
+		attempt  int  // drives the backoff; reset only by a stable session
+		pin      bool // speak 2025-11-25 straight away; once pinned, pinned until the Manager restarts
+	)
+	for ctx.Err() == nil {
+		sess, tools, err := s.connect(ctx, pin)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			attempt++
+			// A newest-protocol attempt that failed may have failed on server/discover
+			// itself; the next attempt speaks 2025-11-25 straight away.
+			pin = true
+			s.m.cfg.logger.Warn("mcp connect failed", "server", s.cfg.Name, "attempt", failures, "error", err)
+			s.update(func() {
+				s.err = err
+				switch {
+				case failures >= s.m.cfg.unavailableAfter:
+					s.state = StateUnavailable
+				case s.state == StateReady:
+					s.state = StateReconnecting
+				}
+			})
+			if !sleepCtx(ctx, s.backoff(attempt)) {
+				return
+			}
+			continue
+		}
+		failures = 0
+		pin = sess.InitializeResult().ProtocolVersion < protocolNewest
+		began := time.Now()
+		s.serve(ctx, sess, tools)
+		if time.Since(began) >= stableAfter {
+			attempt = 0
+		}
+		if ctx.Err() == nil && attempt > 0 && !sleepCtx(ctx, s.backoff(attempt)) {
+			return
+		}
+		attempt++
+	}
+}
+
+// Protocol versions the supervisor names: the SDK first tries protocolNewest (server/discover)
+// and falls back; protocolPinned is what servers that do not speak it are pinned to.
+const (
+	protocolNewest = "2026-07-28"
+	protocolPinned = "2025-11-25"
+)
+
+// backoff is the delay before reconnect attempt n (n ≥ 1): min·2ⁿ⁻¹ capped at max, with up
+// to 20% jitter so that servers restarted together do not reconnect in lockstep.
+func (s *supervisor) backoff(n int) time.Duration {
+	d := s.m.cfg.minBackoff
+	for i := 1; i < n && d < s.m.cfg.maxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, s.m.cfg.maxBackoff)
+	return d - time.Duration(rand.Int64N(int64(d)/5+1))
+}
+
+// sleepCtx waits d, or less if ctx ends first, and reports whether the wait ran out.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// connect starts a session and lists its tools, all within the connect timeout.
+func (s *supervisor) connect(ctx context.Context, pin bool) (*mcpsdk.ClientSession, []*Tool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.connectTimeout())
+	defer cancel()
+	tr, err := s.transport()
+	if err != nil {
+		return nil, nil, err
+	}
+	select { // a list_changed from an earlier session is moot: we list afresh
+	case <-s.relist:
+	default:
+	}
+	var opts *mcpsdk.ClientSessionOptions
+	if pin {
+		opts = &mcpsdk.ClientSessionOptions{ProtocolVersion: protocolPinned}
+	}
+	sess, err := s.client.Connect(ctx, tr, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect %s: %w", s.cfg.Name, err)
+	}
+	tools, err := s.list(ctx, sess)
+	if err != nil {
+		_ = sess.Close()
+		return nil, nil, err
+	}
+	return sess, tools, nil
+}
+
+// maxTools bounds one server's listing, so that a server paging forever cannot exhaust memory.
+const maxTools = 10_000
+
+// list reads every page of the server's tools and keeps those the filters allow.
+func (s *supervisor) list(ctx context.Context, sess *mcpsdk.ClientSession) ([]*Tool, error) {
+	var tools []*Tool
+	seen := 0
+	for def, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("list tools of %s: %w", s.cfg.Name, err)
+		}
+		if seen++; seen > maxTools {
+			return nil, fmt.Errorf("list tools of %s: more than %d tools", s.cfg.Name, maxTools)
+		}
+		if !s.cfg.allows(def.Name) {
+			continue
+		}
+		t, err := newTool(s.cfg.Name, def)
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, t)
+	}
+	s.mu.Lock()
+	s.listings++
+	s.mu.Unlock()
+	return tools, nil
+}
+
+// serve publishes a connected session and keeps its tools current until the session ends or
+// ctx is done; either way the session is closed when serve returns.
+func (s *supervisor) serve(ctx context.Context, sess *mcpsdk.ClientSession, tools []*Tool) {
+	protocol := sess.InitializeResult().ProtocolVersion
+	s.m.cfg.logger.Info("mcp server connected", "server", s.cfg.Name, "protocol", protocol, "tools", len(tools))
+	s.update(func() {
+		s.state, s.sess, s.tools, s.protocol, s.err = StateReady, sess, tools, protocol, nil
+		s.connects++
+	})
+	lost := make(chan struct{})
+	go func() {
+		_ = sess.Wait()
+		close(lost)
+	}()
+	defer func() {
+		_ = sess.Close()
+		<-lost
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-lost:
+			s.m.cfg.logger.Warn("mcp server connection lost", "server", s.cfg.Name)
+			s.update(func() { s.state, s.sess = StateReconnecting, nil })
+			return
+		case <-s.relist:
+			lctx, cancel := context.WithTimeout(ctx, s.cfg.connectTimeout())
+			tools, err := s.list(lctx, sess)
+			cancel()
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				// A server that cannot list its tools cannot be trusted with calls either.
+				s.m.cfg.logger.Warn("mcp relist failed", "server", s.cfg.Name, "error", err)
+				s.update(func() { s.state, s.sess, s.err = StateReconnecting, nil, err })
+				return
+			}
+			s.update(func() { s.tools = tools })
+		}
+	}
+}
+
+// session returns the live session, waiting within ctx while the server reconnects. It never
+// returns dead, the session a call just lost: the supervisor may not have noticed the loss yet.
+func (s *supervisor) session(ctx context.Context, dead *mcpsdk.ClientSession) (*mcpsdk.ClientSession, error) {
+	for {
+		updated := s.m.Updated()
+		s.mu.Lock()
+		sess, state := s.sess, s.state
+		s.mu.Unlock()
+		if sess != nil && sess != dead {
+			return sess, nil
+		}
+		if state == StateUnavailable || state == StateStopped {
+			return nil, errServerDown
+		}
+		select {
+		case <-updated:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+var errServerDown = errors.New("server unavailable")
+
+// broken drops a session a call found dead (an HTTP session the server forgot) so that the
+// supervisor reconnects, rather than waiting for a transport that may never notice.
+func (s *supervisor) broken(sess *mcpsdk.ClientSession) {
+	s.mu.Lock()
+	live := s.sess == sess
+	s.mu.Unlock()
+	if live {
+		go func() { _ = sess.Close() }() // closing a stdio session waits for the process
+	}
+}
+
+// requestRelist asks for a fresh listing, when a server disowns a tool its listing offered.
+func (s *supervisor) requestRelist() {
+	select {
+	case s.relist <- struct{}{}:
+	default:
+	}
+}
+
+// transport builds a fresh transport for one connect attempt.
+func (s *supervisor) transport() (mcpsdk.Transport, error) {
+	if dial, ok := s.m.cfg.dial[s.cfg.Name]; ok {
+		return dial()
+	}
+	switch s.cfg.Transport {
+	case TransportStdio:
+		env, err := s.cfg.environ(s.m.cfg.lookupEnv)
+		if err != nil {
+			return nil, fmt.Errorf("server %s: %w", s.cfg.Name, err)
+		}
+		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
+		cmd.Env, cmd.Dir = env, s.cfg.Dir
+		return &groupTransport{cmd: cmd}, nil
+	default:
+		header := make(http.Header, len(s.cfg.Headers))
+		for k, raw := range s.cfg.Headers {
+			v, err := expand(raw, s.m.cfg.lookupEnv)
+			if err != nil {
+				return nil, fmt.Errorf("server %s: header %s: %w", s.cfg.Name, k, err)
+			}
+			header.Set(k, v)
+		}
+		hc := *s.m.cfg.httpClient
+		base := hc.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		hc.Transport = headerTransport{header: header, base: base}
+		return &mcpsdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: &hc}, nil
+	}
+}
+
+// headerTransport adds the configured headers to every request of an http server's session.
+type headerTransport struct {
+	header http.Header
+	base   http.RoundTripper
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(h.header) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range h.header {
+			r.Header[k] = v
+		}
+	}
+	return h.base.RoundTrip(r)
+}
