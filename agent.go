@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,7 @@ type Agent struct {
 	cfg     *Config
 	log     *slog.Logger
 	store   agentStore
+	tools   *tools // nil without MCP servers
 	engine  *tasks.Engine
 	handler a2asrv.RequestHandler
 	authn   *auth.Authenticator
@@ -119,12 +121,19 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := openStore(ctx, cfg)
+	tl, err := newTools(cfg, o.logger)
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, log: o.logger, store: store, authn: authn, keys: keys, guard: push.NewGuard(cfg.Push.AllowHosts)}
-	engine, err := tasks.NewEngine(ctx, store, newSkillRouter(cfg),
+	store, err := openStore(ctx, cfg)
+	if err != nil {
+		if tl != nil {
+			tl.audit.Close()
+		}
+		return nil, err
+	}
+	a := &Agent{cfg: cfg, log: o.logger, store: store, tools: tl, authn: authn, keys: keys, guard: push.NewGuard(cfg.Push.AllowHosts)}
+	engine, err := tasks.NewEngine(ctx, store, newSkillRouter(cfg, tl),
 		tasks.WithCapabilities(a2a.AgentCapabilities{
 			Streaming:         *cfg.Capabilities.Streaming,
 			PushNotifications: cfg.Capabilities.PushNotifications,
@@ -134,6 +143,10 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 			return extendedCard(a.extended.Load())(ctx)
 		}),
 		tasks.WithPushURLCheck(a.guard.CheckURL),
+		tasks.WithApprovers(func(ctx context.Context) bool {
+			p, ok := auth.PrincipalFrom(ctx)
+			return ok && slices.Contains(cfg.Approvers, p.Name)
+		}),
 		tasks.WithCommitHook(func(id a2a.TaskID) {
 			if d := a.dispatcher.Load(); d != nil {
 				d.Notify(id)
@@ -145,6 +158,9 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 	)
 	if err != nil {
 		store.Close()
+		if tl != nil {
+			tl.audit.Close()
+		}
 		return nil, err
 	}
 	a.engine = engine
@@ -234,6 +250,17 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true) // h2c: gRPC without TLS
+	if a.tools != nil {                     // MCP servers run as long as the agent serves
+		mcpCtx, stopMCP := context.WithCancel(context.WithoutCancel(ctx))
+		mcpDone := make(chan struct{})
+		go func() {
+			defer close(mcpDone)
+			if err := a.tools.manager.Run(mcpCtx); err != nil {
+				a.log.Error("mcp manager stopped", slog.Any("error", err))
+			}
+		}()
+		defer func() { stopMCP(); <-mcpDone }()
+	}
 	pushCtx, stopPush := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPush()
 	waitPush := func() {}
@@ -281,6 +308,11 @@ func (a *Agent) Close() error {
 	a.closeOnce.Do(func() {
 		if err := a.store.Close(); err != nil {
 			a.closeErr = fmt.Errorf("close store: %w", err)
+		}
+		if a.tools != nil {
+			if err := a.tools.audit.Close(); err != nil && a.closeErr == nil {
+				a.closeErr = fmt.Errorf("close audit log: %w", err)
+			}
 		}
 	})
 	return a.closeErr

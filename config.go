@@ -60,6 +60,15 @@ type Config struct {
 	Auth AuthConfig `yaml:"auth"`
 	// Push tunes push notification delivery (capabilities.push_notifications).
 	Push PushSettings `yaml:"push"`
+
+	// MCPServers are the MCP servers whose tools the agent's skills use.
+	MCPServers []MCPServerConfig `yaml:"mcp_servers"`
+	// ToolContracts classify tools locally (server annotations are never
+	// trusted). A tool without one is write, high risk, approval mandatory.
+	ToolContracts []ToolContractConfig `yaml:"tool_contracts"`
+	// Approvers are the principals ("key:NAME", "jwt:ISSUER#SUBJECT") whose
+	// messages may approve a tool call that needs approval. Default: none.
+	Approvers []string `yaml:"approvers"`
 	// ExtendedCard adds to the card that GetExtendedAgentCard shows
 	// authenticated callers. Unset: the method answers UnsupportedOperation.
 	ExtendedCard *ExtendedCardConfig `yaml:"extended_card"`
@@ -112,9 +121,45 @@ type SkillConfig struct {
 	Examples    []string `yaml:"examples"`
 	InputModes  []string `yaml:"input_modes"`
 	OutputModes []string `yaml:"output_modes"`
-	// Executor names the built-in executor that performs the skill: "tck",
-	// the A2A test kit's conformance behaviour.
+	// Executor names what performs the skill: "tck" (the A2A test kit's
+	// conformance behaviour) or "mcp" (one MCP tool, named by Tool).
 	Executor string `yaml:"executor"`
+	// Tool is the namespaced MCP tool (server__tool) of an "mcp" skill.
+	Tool string `yaml:"tool"`
+}
+
+// MCPServerConfig is one MCP server: stdio (command) or streamable HTTP (url).
+type MCPServerConfig struct {
+	// Name namespaces its tools: NAME__tool.
+	Name      string   `yaml:"name"`
+	Transport string   `yaml:"transport"` // stdio (default with command) or http
+	Command   string   `yaml:"command"`
+	Args      []string `yaml:"args"`
+	Dir       string   `yaml:"dir"`
+	// InheritEnv names the agent's variables the server sees besides PATH.
+	InheritEnv []string `yaml:"inherit_env"`
+	// Env sets variables; ${VAR} expands from the agent's environment.
+	Env map[string]string `yaml:"env"`
+	URL string            `yaml:"url"`
+	// Headers are sent to an http server; ${VAR} expands as in Env.
+	Headers map[string]string `yaml:"headers"`
+	// Allow and Deny are globs on the server's tool names.
+	Allow          []string  `yaml:"allow"`
+	Deny           []string  `yaml:"deny"`
+	ConnectTimeout *Duration `yaml:"connect_timeout"`
+}
+
+// ToolContractConfig is the local contract of a tool (or a glob of tools).
+type ToolContractConfig struct {
+	Tool     string    `yaml:"tool"`     // server__tool or a glob
+	Effect   string    `yaml:"effect"`   // read, write, destructive, external_send
+	Risk     string    `yaml:"risk"`     // low, high
+	Approval string    `yaml:"approval"` // none, mandatory
+	Timeout  *Duration `yaml:"timeout"`
+	// Redact names arguments never stored, logged or shown.
+	Redact []string `yaml:"redact"`
+	// OutputSchema overrides the server's outputSchema.
+	OutputSchema map[string]any `yaml:"output_schema"`
 }
 
 // StoreConfig chooses the task store.
@@ -341,7 +386,7 @@ func (c *Config) applyDefaults() {
 }
 
 // executors are the built-in executor kinds a skill may name.
-var executorKinds = []string{"tck"}
+var executorKinds = []string{"tck", "mcp"}
 
 func (c *Config) validate() error {
 	var errs []error
@@ -449,6 +494,42 @@ func (c *Config) validate() error {
 		}
 		if !slices.Contains(executorKinds, s.Executor) {
 			bad(key+".executor", "%q is not one of %s", s.Executor, strings.Join(executorKinds, ", "))
+		}
+		if (s.Executor == "mcp") != (s.Tool != "") {
+			bad(key+".tool", "an mcp skill names exactly one tool (server__tool); other skills name none")
+		}
+	}
+	for i, m := range c.MCPServers {
+		key := fmt.Sprintf("mcp_servers[%d]", i)
+		if m.Name == "" || strings.Contains(m.Name, "__") {
+			bad(key+".name", "is required and may not contain \"__\"")
+		}
+		switch m.Transport {
+		case "", "stdio":
+			if m.Command == "" {
+				bad(key+".command", "a stdio server needs a command")
+			}
+		case "http":
+			if m.URL == "" {
+				bad(key+".url", "an http server needs a url")
+			}
+		default:
+			bad(key+".transport", "%q is not stdio or http", m.Transport)
+		}
+	}
+	for i, tc := range c.ToolContracts {
+		key := fmt.Sprintf("tool_contracts[%d]", i)
+		if tc.Tool == "" {
+			bad(key+".tool", "is required")
+		}
+		if !slices.Contains([]string{"read", "write", "destructive", "external_send"}, tc.Effect) {
+			bad(key+".effect", "%q is not one of read, write, destructive, external_send", tc.Effect)
+		}
+		if !slices.Contains([]string{"low", "high"}, tc.Risk) {
+			bad(key+".risk", "%q is not low or high", tc.Risk)
+		}
+		if !slices.Contains([]string{"none", "mandatory"}, tc.Approval) {
+			bad(key+".approval", "%q is not none or mandatory", tc.Approval)
 		}
 	}
 	return errors.Join(errs...)

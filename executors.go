@@ -18,12 +18,12 @@ const SkillMetadataKey = "handoff/skill"
 // executor of the skill the message names.
 type skillRouter struct {
 	bySkill map[string]a2asrv.AgentExecutor
-	first   a2asrv.AgentExecutor
+	first   string // the default skill's id
 }
 
 var _ a2asrv.AgentExecutor = (*skillRouter)(nil)
 
-func newSkillRouter(c *Config) *skillRouter {
+func newSkillRouter(c *Config, t *tools) *skillRouter {
 	r := &skillRouter{bySkill: make(map[string]a2asrv.AgentExecutor)}
 	all := c.Skills
 	if c.ExtendedCard != nil {
@@ -34,46 +34,62 @@ func newSkillRouter(c *Config) *skillRouter {
 		switch s.Executor {
 		case "tck":
 			x = tck.New()
+		case "mcp":
+			x = newToolSkill(s.Tool, t.pipeline, t.manager)
 		}
 		r.bySkill[s.ID] = x
-		if r.first == nil {
-			r.first = x
+		if r.first == "" {
+			r.first = s.ID
 		}
 	}
 	return r
 }
 
-// pick chooses by the message's skill metadata, then by the stored task's.
-func (r *skillRouter) pick(ec *a2asrv.ExecutorContext) (a2asrv.AgentExecutor, error) {
+// pick chooses by the skill a task was started with (kept in its metadata),
+// then by the message's skill metadata, then the first skill.
+func (r *skillRouter) pick(ec *a2asrv.ExecutorContext) (string, a2asrv.AgentExecutor, error) {
 	var id string
-	if ec.Message != nil {
-		id, _ = ec.Message.Metadata[SkillMetadataKey].(string)
-	}
-	if id == "" && ec.StoredTask != nil {
+	if ec.StoredTask != nil {
 		id, _ = ec.StoredTask.Metadata[SkillMetadataKey].(string)
 	}
+	if id == "" && ec.Message != nil {
+		id, _ = ec.Message.Metadata[SkillMetadataKey].(string)
+	}
 	if id == "" {
-		return r.first, nil
+		id = r.first
 	}
 	x, ok := r.bySkill[id]
 	if !ok {
-		return nil, a2a.NewError(a2a.ErrInvalidParams, "this agent has no skill "+id)
+		return "", nil, a2a.NewError(a2a.ErrInvalidParams, "this agent has no skill "+id)
 	}
-	return x, nil
+	return id, x, nil
 }
 
-// Execute implements [a2asrv.AgentExecutor].
+// Execute implements [a2asrv.AgentExecutor]. A new task records its skill in
+// its metadata, so that later messages on it reach the same skill.
 func (r *skillRouter) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	x, err := r.pick(ec)
+	id, x, err := r.pick(ec)
 	if err != nil {
 		return func(yield func(a2a.Event, error) bool) { yield(nil, err) }
 	}
-	return x.Execute(ctx, ec)
+	if ec.StoredTask != nil {
+		return x.Execute(ctx, ec)
+	}
+	return func(yield func(a2a.Event, error) bool) {
+		for ev, err := range x.Execute(ctx, ec) {
+			if t, ok := ev.(*a2a.Task); ok && err == nil {
+				t.SetMeta(SkillMetadataKey, id)
+			}
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
 }
 
 // Cancel implements [a2asrv.AgentExecutor].
 func (r *skillRouter) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	x, err := r.pick(ec)
+	_, x, err := r.pick(ec)
 	if err != nil {
 		return func(yield func(a2a.Event, error) bool) { yield(nil, err) }
 	}

@@ -340,6 +340,27 @@ func (s *BoltStore) Get(_ context.Context, owner Owner, id a2a.TaskID) (*Snapsho
 	return snap, nil
 }
 
+// OwnerOf implements [Store].
+func (s *BoltStore) OwnerOf(_ context.Context, id a2a.TaskID) (Owner, error) {
+	var owner Owner
+	err := s.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketTasks).Get([]byte(id))
+		if b == nil {
+			return ErrNotFound
+		}
+		snap, err := decodeTaskRecord(id, b)
+		if err != nil {
+			return err
+		}
+		owner = snap.Owner
+		return nil
+	})
+	if err != nil {
+		return Owner{}, fmt.Errorf("owner of task %s: %w", id, err)
+	}
+	return owner, nil
+}
+
 // Events implements [Store].
 func (s *BoltStore) Events(_ context.Context, owner Owner, id a2a.TaskID, after uint64) ([]Event, error) {
 	var out []Event

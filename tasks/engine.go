@@ -356,7 +356,20 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (*run, 
 	)
 	if msg.TaskID != "" {
 		var err error
-		if h, base, err = e.acquire(ctx, owner, msg.TaskID); err != nil {
+		h, base, err = e.acquire(ctx, owner, msg.TaskID)
+		if errors.Is(err, a2a.ErrTaskNotFound) && e.cfg.mayApprove != nil && e.cfg.mayApprove(ctx) {
+			// An approver answers for the task's owner: the task stays theirs.
+			if taskOwner, oerr := e.store.OwnerOf(ctx, msg.TaskID); oerr == nil {
+				if h2, base2, err2 := e.acquire(ctx, taskOwner, msg.TaskID); err2 == nil {
+					if interrupted(base2.Task.Status.State) {
+						h, base, err, owner = h2, base2, nil, taskOwner
+					} else {
+						e.release(msg.TaskID, h2)
+					}
+				}
+			}
+		}
+		if err != nil {
 			<-e.slots
 			return nil, nil, err
 		}
@@ -372,7 +385,7 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (*run, 
 				fmt.Sprintf("task %s is %s and takes no more messages", msg.TaskID, stateName(base.Task.Status.State)))
 		}
 		msg.ContextID = base.Task.ContextID
-		ec.StoredTask = base.Task
+		ec.StoredTask, ec.Tenant = base.Task, owner.Tenant
 		e.mu.Lock()
 		h.refs++ // the run's reference; the caller keeps the one acquire took
 		e.mu.Unlock()

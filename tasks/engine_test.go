@@ -493,3 +493,41 @@ func asUser(ctx context.Context, name string) context.Context {
 	cc.User = a2asrv.NewAuthenticatedUser(name, nil)
 	return ctx
 }
+
+// TestApproverMayAnswerAnothersTask: an approver continues another owner's
+// task waiting for input; the task stays its owner's, and nothing else of it
+// is visible to the approver.
+func TestApproverMayAnswerAnothersTask(t *testing.T) {
+	e, _, _ := newEngine(t, t.TempDir(), tasks.WithApprovers(func(ctx context.Context) bool {
+		cc, ok := a2asrv.CallContextFrom(ctx)
+		return ok && cc.User != nil && cc.User.Name == "ops"
+	}))
+	alice, ops, bob := asUser(t.Context(), "alice"), asUser(t.Context(), "ops"), asUser(t.Context(), "bob")
+	res, err := e.SendMessage(alice, send("ask"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(*a2a.Task).ID
+	answer := func(ctx context.Context) error {
+		m := send("answer")
+		m.Message.TaskID = id
+		_, err := e.SendMessage(ctx, m)
+		return err
+	}
+	if err := answer(bob); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("a non-approver answers: %v", err)
+	}
+	if _, err := e.GetTask(ops, &a2a.GetTaskRequest{ID: id}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("the approver reads the task: %v", err)
+	}
+	if err := answer(ops); err != nil {
+		t.Fatalf("the approver answers: %v", err)
+	}
+	got, err := e.GetTask(alice, &a2a.GetTaskRequest{ID: id})
+	if err != nil || got.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("alice's task after the answer: %v %v", got, err)
+	}
+	if err := answer(ops); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("the approver continues a finished task: %v", err)
+	}
+}

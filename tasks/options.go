@@ -23,6 +23,7 @@ type engineConfig struct {
 	logger        *slog.Logger
 	now           func() time.Time
 	onCommit      func(a2a.TaskID)
+	mayApprove    func(context.Context) bool
 	checkPushURL  func(context.Context, string) error
 }
 
@@ -94,4 +95,12 @@ func WithCommitHook(f func(a2a.TaskID)) Option {
 // reason. By default every URL is refused: push targets are opt-in.
 func WithPushURLCheck(f func(ctx context.Context, url string) error) Option {
 	return optionFunc(func(cfg *engineConfig) { cfg.checkPushURL = f })
+}
+
+// WithApprovers lets callers for whom isApprover is true send a message to
+// another caller's task while it waits for input, to answer an approval
+// request; the task stays its owner's. Nothing else of another's task is
+// visible to them. By default nobody may.
+func WithApprovers(isApprover func(ctx context.Context) bool) Option {
+	return optionFunc(func(cfg *engineConfig) { cfg.mayApprove = isApprover })
 }

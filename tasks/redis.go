@@ -398,6 +398,24 @@ func (s *RedisStore) Get(ctx context.Context, owner Owner, id a2a.TaskID) (*Snap
 	return snap, nil
 }
 
+// OwnerOf implements [Store].
+func (s *RedisStore) OwnerOf(ctx context.Context, id a2a.TaskID) (Owner, error) {
+	c, cancel, err := s.start(ctx)
+	if err != nil {
+		return Owner{}, fmt.Errorf("owner of task %s: %w", id, err)
+	}
+	defer cancel()
+	b, err := s.rdb.HGet(c, s.taskKey(id), "record").Bytes()
+	if err != nil {
+		return Owner{}, fmt.Errorf("owner of task %s: %w", id, s.fail(ctx, err))
+	}
+	snap, err := decodeTaskRecord(id, b)
+	if err != nil {
+		return Owner{}, fmt.Errorf("owner of task %s: %w", id, err)
+	}
+	return snap.Owner, nil
+}
+
 // Events implements [Store]. The owner check and the range read travel in
 // one pipeline; a task's owner never changes, so they need no transaction.
 func (s *RedisStore) Events(ctx context.Context, owner Owner, id a2a.TaskID, after uint64) ([]Event, error) {

@@ -105,6 +105,9 @@ type Store interface {
 	// Get returns the task's latest snapshot, or ErrNotFound when it does
 	// not exist or belongs to another owner.
 	Get(ctx context.Context, owner Owner, id a2a.TaskID) (*Snapshot, error)
+	// OwnerOf returns the owner of a task, for the one caller that may act
+	// on another's task: an approver answering an approval request.
+	OwnerOf(ctx context.Context, id a2a.TaskID) (Owner, error)
 	// Events returns the task's log entries with a sequence number above after.
 	Events(ctx context.Context, owner Owner, id a2a.TaskID, after uint64) ([]Event, error)
 	// List returns one page of the owner's tasks, newest status first.

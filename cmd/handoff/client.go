@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+	"github.com/handoff-a2a/handoff"
 )
 
 const (
@@ -36,6 +38,8 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	taskID := fs.String("task-id", "", "continue the task with this `ID`")
 	contextID := fs.String("context-id", "", "send within the conversation context with this `ID`")
 	returnNow := fs.Bool("return-immediately", false, "return as soon as the agent has created the task, without waiting for it to finish")
+	data := fs.String("data", "", "also send this `JSON` object as a data part (a tool's arguments, an approval)")
+	skill := fs.String("skill", "", "ask a Handoff agent for the skill with this `ID` (message metadata handoff/skill)")
 	out := addOutputFlags(fs, "give up after `D`; 0 waits forever (with --stream: no limit unless given)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -60,6 +64,16 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
+	if *data != "" {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(*data), &obj); err != nil {
+			return usagef("send: --data is not a JSON object: %v", err)
+		}
+		msg.Parts = append(msg.Parts, a2a.NewDataPart(obj))
+	}
+	if *skill != "" {
+		msg.SetMeta(handoff.SkillMetadataKey, *skill)
+	}
 	msg.TaskID = a2a.TaskID(*taskID)
 	msg.ContextID = *contextID
 	req := &a2a.SendMessageRequest{Message: msg}

@@ -1,0 +1,75 @@
+package mcp
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"slices"
+)
+
+// ApprovalRequest is what a task waiting for an approval shows: enough for an approver to
+// know what they approve, and nothing a contract redacts.
+type ApprovalRequest struct {
+	// Tool and SnapshotVersion name the tool definition the call was planned against.
+	Tool, SnapshotVersion string
+	// Digest is the hex SHA-256 of the canonical (RFC 8785) JSON of {tool, arguments}: the
+	// approval covers exactly these arguments.
+	Digest string
+	// Token binds an approval to this task, tool, snapshot and digest; an [Approval] must
+	// carry it back. It is not a credential: who approves is decided by the approver's
+	// authenticated principal, and the token only stops an approval being moved to another
+	// task or call.
+	Token string
+	// Arguments are the canonical arguments with every redacted top-level value replaced by
+	// [Redacted], for the approver to read.
+	Arguments map[string]any
+	// Reason says why the call waits, and why an approval that came with it was refused.
+	Reason string
+}
+
+// Approval is an approver's answer to an [ApprovalRequest], carried by a later message on
+// the same task.
+type Approval struct {
+	// Approver must be the authenticated principal of the message that carries the approval,
+	// never a name the message itself claims: the pipeline trusts it to decide who approved.
+	Approver string
+	// Tool, SnapshotVersion, Digest and Token echo the request being approved.
+	Tool, SnapshotVersion, Digest, Token string
+}
+
+// approvalToken is HMAC-SHA256(key, taskID|tool|snapshot|digest), hex. Each field is length
+// prefixed, so that a "|" inside a task id or tool name cannot make two different calls
+// share a token.
+func approvalToken(key []byte, taskID, tool, snapshot, digest string) string {
+	mac := hmac.New(sha256.New, key)
+	for _, f := range []string{taskID, tool, snapshot, digest} {
+		writeField(mac, f)
+	}
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+func writeField(h hash.Hash, f string) {
+	fmt.Fprintf(h, "%d:%s|", len(f), f)
+}
+
+// checkApproval reports why an approval does not let this proposal run, or "" if it does.
+// The reasons name no argument values, only what did not match.
+func (p *Pipeline) checkApproval(prop Proposal, digest string, a *Approval) string {
+	switch {
+	case a.Approver == "" || !slices.Contains(p.cfg.approvers, a.Approver):
+		return fmt.Sprintf("approval refused: %q may not approve tool calls", a.Approver)
+	case a.Tool != prop.Tool:
+		return fmt.Sprintf("approval refused: it is for tool %s, not %s", a.Tool, prop.Tool)
+	case a.SnapshotVersion != prop.SnapshotVersion:
+		return "approval refused: it is for another catalog snapshot; approve the call as planned now"
+	case a.Digest != digest:
+		return "approval refused: it is for different arguments"
+	}
+	want := approvalToken(p.cfg.key, prop.TaskID, prop.Tool, prop.SnapshotVersion, digest)
+	if !hmac.Equal([]byte(a.Token), []byte(want)) {
+		return "approval refused: its token does not match this task and call"
+	}
+	return ""
+}

@@ -1,0 +1,436 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gowebpki/jcs"
+)
+
+// Decision is the policy's answer to a proposed call. The table, first match wins:
+//
+//	tool matches a WithDeny glob                          deny
+//	contract Approval mandatory                           ask
+//	Effect destructive or external_send, and Risk high    ask (approval none cannot waive it)
+//	anything else (Approval none)                         allow
+//
+// A tool without a contract gets [DefaultContract], so it is asked about. A call that never
+// reached the decision (unavailable tool, invalid arguments) is audited with no Decision.
+type Decision string
+
+const (
+	// DecisionAllow: the call runs.
+	DecisionAllow Decision = "allow"
+	// DecisionDeny: the call never runs; it ends [OutcomePermissionDenied].
+	DecisionDeny Decision = "deny"
+	// DecisionAsk: the call runs only with a matching [Approval]; without one it ends
+	// [OutcomeApprovalRequired].
+	DecisionAsk Decision = "ask"
+)
+
+// Redacted replaces a redacted argument's value wherever the pipeline shows or stores text.
+const Redacted = "[REDACTED]"
+
+// Proposal is one tool call someone wants made.
+type Proposal struct {
+	// TaskID is the A2A task the call belongs to; approval tokens are bound to it.
+	TaskID string
+	// Principal is the authenticated A2A caller who asked.
+	Principal string
+	// Tool is the catalog name, server__tool.
+	Tool string
+	// SnapshotVersion is the catalog snapshot the call was planned against.
+	SnapshotVersion string
+	// Arguments are the tool's arguments; nil means {}.
+	Arguments map[string]any
+}
+
+// PipelineResult is the result of [Pipeline.Run]: the Manager's normalised [Result], plus
+// what the policy decided and where it was recorded.
+type PipelineResult struct {
+	Result
+	// Decision is the policy's answer; empty when the call ended before the decision
+	// (unavailable tool, invalid arguments).
+	Decision Decision
+	// Digest is the argument digest (see [ApprovalRequest.Digest]); empty when the arguments
+	// could not be canonicalised.
+	Digest string
+	// Approval is set when Outcome is [OutcomeApprovalRequired]: what to show the approver.
+	Approval *ApprovalRequest
+	// AuditID names the call's [AuditRecord]. Empty when AuditErr is set.
+	AuditID string
+	// AuditErr says the record could not be stored. The call's outcome stands (it may have
+	// run), so callers should treat this as an operational alarm, not a failed call.
+	AuditErr error
+}
+
+// A PipelineOption configures a [Pipeline].
+type PipelineOption interface{ applyPipeline(*pipelineConfig) }
+
+type pipelineOptionFunc func(*pipelineConfig)
+
+func (f pipelineOptionFunc) applyPipeline(c *pipelineConfig) { f(c) }
+
+type pipelineConfig struct {
+	approvers    []string
+	key          []byte
+	deny         []string
+	auditTimeout time.Duration
+}
+
+// WithApprovers adds principals who may approve calls the policy asks about. By default
+// nobody may, so a tool that needs an approval never runs. A principal may approve calls it
+// proposed itself.
+func WithApprovers(principals ...string) PipelineOption {
+	return pipelineOptionFunc(func(c *pipelineConfig) {
+		for _, p := range principals {
+			if p != "" { // an empty approver would match an unauthenticated caller
+				c.approvers = append(c.approvers, p)
+			}
+		}
+	})
+}
+
+// WithApprovalKey sets the HMAC key that binds approval tokens; it must be at least 32
+// bytes. By default a random key is drawn per Pipeline, so approvals requested before a
+// restart, or before a config reload that builds a new Pipeline, do not verify after it (the
+// task must ask again), and replicas cannot verify each other's tokens: give every Pipeline
+// the same key to change that.
+func WithApprovalKey(key []byte) PipelineOption {
+	return pipelineOptionFunc(func(c *pipelineConfig) { c.key = bytes.Clone(key) })
+}
+
+// WithDeny adds path.Match globs on catalog names ("server__delete_*") whose calls are
+// always denied, whatever their contract says. By default nothing is denied here; the
+// Manager's per-server filters already hide tools from the catalog.
+func WithDeny(globs ...string) PipelineOption {
+	return pipelineOptionFunc(func(c *pipelineConfig) { c.deny = append(c.deny, globs...) })
+}
+
+// minKeyLen is the shortest approval key accepted: SHA-256's own block of security.
+const minKeyLen = 32
+
+// Pipeline governs every tool call: snapshot check, argument validation, canonical digest,
+// local contract, policy decision, approval, execution through the [Manager], and one
+// [AuditRecord] per call. Its methods are safe for concurrent use.
+type Pipeline struct {
+	m         *Manager
+	contracts contracts
+	audit     AuditLog
+	cfg       pipelineConfig
+}
+
+// NewPipeline returns a Pipeline that runs calls on m under contracts and records each in
+// audit. Every problem with the contracts and options is reported at once.
+func NewPipeline(m *Manager, contracts []Contract, audit AuditLog, opts ...PipelineOption) (*Pipeline, error) {
+	c := pipelineConfig{auditTimeout: 10 * time.Second}
+	for _, o := range opts {
+		o.applyPipeline(&c)
+	}
+	var errs []error
+	if m == nil {
+		errs = append(errs, errors.New("tool pipeline: no Manager"))
+	}
+	if audit == nil { // an unaudited pipeline is not one: refuse rather than run blind
+		errs = append(errs, errors.New("tool pipeline: no audit log"))
+	}
+	if c.key == nil {
+		c.key = make([]byte, minKeyLen)
+		_, _ = rand.Read(c.key) // crypto/rand.Read never fails
+	} else if len(c.key) < minKeyLen {
+		errs = append(errs, fmt.Errorf("tool pipeline: approval key has %d bytes, want at least %d", len(c.key), minKeyLen))
+	}
+	for _, g := range c.deny {
+		if _, err := path.Match(g, ""); err != nil {
+			errs = append(errs, fmt.Errorf("tool pipeline: bad deny pattern %q: %v", g, err))
+		}
+	}
+	cs, err := newContracts(contracts)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &Pipeline{m: m, contracts: cs, audit: audit, cfg: c}, nil
+}
+
+// Contract returns the contract that governs a catalog name: the exact one, else the longest
+// matching glob (its Tool is then that glob), else [DefaultContract]. Empty fields are filled
+// with the fail-closed defaults.
+func (p *Pipeline) Contract(tool string) Contract {
+	c := p.contracts.lookup(tool).Contract
+	c.Redact = slices.Clone(c.Redact)
+	return c
+}
+
+// Run takes one proposed call through the whole pipeline and returns its terminal result. It
+// never returns a Go error: every ending is an [Outcome], and every Run appends exactly one
+// [AuditRecord], even when ctx is cancelled.
+//
+// approval is the approval carried by the message that resumed the task, or nil. It lets the
+// call run only if its approver is listed ([WithApprovers]) and its tool, snapshot, digest and
+// token match this proposal; otherwise the result is [OutcomeApprovalRequired] again, with a
+// fresh request whose Reason says what did not match. An approval is not consumed: a Run with
+// the same proposal and approval runs the call again, so the caller must resume a task once.
+//
+// Cancelling ctx (the A2A task was cancelled) cancels a running call, which ends
+// [OutcomeCancelled].
+func (p *Pipeline) Run(ctx context.Context, prop Proposal, approval *Approval) PipelineResult {
+	start := time.Now()
+	rec := &AuditRecord{
+		Time:            start.UTC(),
+		TaskID:          prop.TaskID,
+		Principal:       prop.Principal,
+		Tool:            prop.Tool,
+		SnapshotVersion: prop.SnapshotVersion,
+	}
+	res := p.run(ctx, prop, approval, rec)
+	res.Tool, res.SnapshotVersion = prop.Tool, prop.SnapshotVersion
+	if res.Duration == 0 {
+		res.Duration = time.Since(start) // the Manager never ran: the pipeline's own time
+	}
+	rec.Decision, rec.ArgsDigest, rec.Outcome = res.Decision, res.Digest, res.Outcome
+	rec.Duration = time.Since(start)
+
+	// The record must be written even when the task was cancelled: that is when it matters.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.auditTimeout)
+	defer cancel()
+	if err := p.audit.Append(actx, rec); err != nil {
+		res.AuditErr = fmt.Errorf("audit tool call %s of task %s: %w", prop.Tool, prop.TaskID, err)
+	} else {
+		res.AuditID = rec.ID
+	}
+	return res
+}
+
+// run is Run up to the audit record, which it fills with what only it knows.
+func (p *Pipeline) run(ctx context.Context, prop Proposal, approval *Approval, rec *AuditRecord) PipelineResult {
+	stop := func(o Outcome, reason string) PipelineResult {
+		rec.Reason = reason
+		return PipelineResult{Result: Result{Outcome: o, Err: errors.New(reason)}}
+	}
+	tool, res, ok := p.m.resolve(CallRequest{Tool: prop.Tool, SnapshotVersion: prop.SnapshotVersion})
+	if !ok {
+		return stop(res.Outcome, res.Err.Error())
+	}
+	contract := p.contracts.lookup(prop.Tool)
+	args, digest, err := canonicalise(prop.Tool, prop.Arguments)
+	if err != nil {
+		// The arguments could not be encoded, so no value of theirs is in err.
+		return stop(OutcomeValidationFailed, fmt.Sprintf("arguments of %s: %v", prop.Tool, err))
+	}
+	scrub := newScrubber(contract.Redact, args)
+
+	// Validation before the decision: a malformed call fails on its own, without asking
+	// anyone to approve it. Schema errors quote values, hence the scrub.
+	input, err := tool.inputSchema()
+	if err != nil {
+		r := stop(OutcomeValidationFailed, fmt.Sprintf("tool %s: unusable inputSchema: %v", prop.Tool, err))
+		r.Digest = digest
+		return r
+	}
+	if err := validate(input, args); err != nil {
+		r := stop(OutcomeValidationFailed, scrub.text(fmt.Sprintf("arguments of %s: %v", prop.Tool, err)))
+		r.Digest = digest
+		return r
+	}
+
+	decision, why := p.decide(prop.Tool, contract.Contract)
+	switch decision {
+	case DecisionDeny:
+		r := stop(OutcomePermissionDenied, why)
+		r.Decision, r.Digest = decision, digest
+		return r
+	case DecisionAsk:
+		reason := why
+		if approval != nil {
+			if refused := p.checkApproval(prop, digest, approval); refused != "" {
+				reason = refused + "; " + why
+			} else {
+				rec.Approver = approval.Approver
+				reason = ""
+			}
+		}
+		if reason != "" {
+			r := stop(OutcomeApprovalRequired, reason)
+			r.Decision, r.Digest = decision, digest
+			r.Approval = &ApprovalRequest{
+				Tool:            prop.Tool,
+				SnapshotVersion: prop.SnapshotVersion,
+				Digest:          digest,
+				Token:           approvalToken(p.cfg.key, prop.TaskID, prop.Tool, prop.SnapshotVersion, digest),
+				Arguments:       shown(args, contract.Redact),
+				Reason:          reason,
+			}
+			return r
+		}
+	}
+
+	out := p.m.Call(ctx, CallRequest{
+		Tool:            prop.Tool,
+		SnapshotVersion: prop.SnapshotVersion,
+		Arguments:       args, // exactly what the digest covers
+		Timeout:         contract.Timeout,
+		ReadOnly:        contract.Effect == EffectRead,
+		OutputSchema:    contract.outputSchema,
+	})
+	if out.Err != nil {
+		out.Err = errors.New(scrub.text(out.Err.Error()))
+		rec.Reason = out.Err.Error()
+		if out.Outcome == OutcomeToolError {
+			// The tool's explanation is part of its result, which the audit never holds.
+			rec.Reason = "the tool reported an error"
+		}
+	}
+	if out.Outcome == OutcomeSuccess || out.Outcome == OutcomeToolError {
+		rec.ResultSHA256 = resultHash(out)
+	}
+	return PipelineResult{Result: out, Decision: decision, Digest: digest}
+}
+
+// decide applies the policy table documented on [Decision] to a catalog name and its
+// contract (whose Tool may be the glob that matched it).
+func (p *Pipeline) decide(tool string, c Contract) (Decision, string) {
+	for _, g := range p.cfg.deny {
+		if ok, _ := path.Match(g, tool); ok {
+			return DecisionDeny, fmt.Sprintf("tool %s is denied by policy", tool)
+		}
+	}
+	switch {
+	case c.Approval == ApprovalMandatory:
+		why := fmt.Sprintf("tool %s needs an approval", tool)
+		if len(p.cfg.approvers) == 0 {
+			why += ", and no principal may approve"
+		}
+		return DecisionAsk, why
+	case c.Risk == RiskHigh && (c.Effect == EffectDestructive || c.Effect == EffectExternalSend):
+		return DecisionAsk, fmt.Sprintf("tool %s is a high-risk %s tool and needs an approval", tool, c.Effect)
+	default:
+		return DecisionAllow, ""
+	}
+}
+
+// canonicalise encodes the arguments as RFC 8785 canonical JSON and digests
+// {"arguments": …, "tool": …}. It returns the arguments decoded back from their canonical
+// form, so that what is validated and sent is exactly what the digest (and so an approval)
+// covers. JCS numbers are IEEE doubles: integers beyond 2^53 lose precision here, visibly,
+// rather than between approval and execution.
+func canonicalise(tool string, args map[string]any) (map[string]any, string, error) {
+	if args == nil {
+		args = map[string]any{}
+	}
+	raw, err := json.Marshal(struct {
+		Arguments map[string]any `json:"arguments"`
+		Tool      string         `json:"tool"`
+	}{args, tool})
+	if err != nil {
+		return nil, "", fmt.Errorf("not JSON: %w", err)
+	}
+	canonical, err := jcs.Transform(raw)
+	if err != nil {
+		return nil, "", fmt.Errorf("canonicalise: %w", err)
+	}
+	sum := sha256.Sum256(canonical)
+	var back struct {
+		Arguments map[string]any `json:"arguments"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(canonical))
+	dec.UseNumber() // keep the canonical number text as it is, for the server to receive
+	if err := dec.Decode(&back); err != nil {
+		return nil, "", fmt.Errorf("decode canonical arguments: %w", err)
+	}
+	return back.Arguments, hex.EncodeToString(sum[:]), nil
+}
+
+// shown is args as an approver may see them: redacted top-level values replaced.
+func shown(args map[string]any, redact []string) map[string]any {
+	out := make(map[string]any, len(args))
+	for k, v := range args {
+		out[k] = v
+	}
+	for _, k := range redact {
+		if _, ok := out[k]; ok {
+			out[k] = Redacted
+		}
+	}
+	return out
+}
+
+// scrubber removes redacted argument values from text. Errors quote values in several ways
+// (schema errors use %v and %q, servers echo JSON), so every scalar inside a redacted value
+// is replaced in its plain, quoted and JSON spellings.
+type scrubber struct{ values []string }
+
+func newScrubber(redact []string, args map[string]any) scrubber {
+	var s scrubber
+	for _, k := range redact {
+		if v, ok := args[k]; ok {
+			s.collect(v)
+		}
+	}
+	return s
+}
+
+func (s *scrubber) collect(v any) {
+	switch v := v.(type) {
+	case string:
+		if v == "" {
+			return
+		}
+		js, _ := json.Marshal(v)
+		s.values = append(s.values, strconv.Quote(v), string(js), v)
+	case json.Number:
+		// Validation sees the number as a float64 and prints it with %v: 1e+09, not 1000000000.
+		s.values = append(s.values, v.String())
+		if f, err := v.Float64(); err == nil {
+			s.values = append(s.values, fmt.Sprint(f))
+		}
+	case map[string]any:
+		for _, e := range v {
+			s.collect(e)
+		}
+	case []any:
+		for _, e := range v {
+			s.collect(e)
+		}
+	}
+	// Booleans and nulls carry one bit at most; replacing "true" everywhere would garble
+	// every message without hiding anything.
+}
+
+func (s scrubber) text(t string) string {
+	for _, v := range s.values { // quoted spellings first, so their quotes go too
+		t = strings.ReplaceAll(t, v, Redacted)
+	}
+	return t
+}
+
+// resultHash is the hex SHA-256 of the canonical JSON of the tool's answer
+// ({"content", "structuredContent"}), so an audit can prove what came back without holding it.
+func resultHash(r Result) string {
+	raw, err := json.Marshal(struct {
+		Content           any `json:"content"`
+		StructuredContent any `json:"structuredContent"`
+	}{r.Content, r.StructuredContent})
+	if err != nil {
+		return ""
+	}
+	canonical, err := jcs.Transform(raw)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}

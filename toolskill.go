@@ -1,0 +1,255 @@
+package handoff
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/handoff-a2a/handoff/mcp"
+)
+
+// Message data keys of the approval exchange: the agent's input-required
+// status carries approvalRequestKey, the approver's answer approvalKey.
+const (
+	approvalRequestKey = "approval_request"
+	approvalKey        = "approval"
+)
+
+// toolSkill fulfils a skill with one MCP tool through the governed pipeline.
+// A call that needs approval leaves the task in input-required; the
+// proposal waits in memory for the approver's message (an agent restart
+// forgets it, and the caller sends the request again).
+type toolSkill struct {
+	tool     string
+	pipeline *mcp.Pipeline
+	manager  *mcp.Manager
+
+	mu      sync.Mutex
+	pending map[a2a.TaskID]mcp.Proposal
+}
+
+var _ a2asrv.AgentExecutor = (*toolSkill)(nil)
+
+func newToolSkill(tool string, p *mcp.Pipeline, m *mcp.Manager) *toolSkill {
+	return &toolSkill{tool: tool, pipeline: p, manager: m, pending: map[a2a.TaskID]mcp.Proposal{}}
+}
+
+// Execute implements [a2asrv.AgentExecutor].
+func (s *toolSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		var (
+			prop     mcp.Proposal
+			approval *mcp.Approval
+		)
+		if ec.StoredTask == nil {
+			args, err := s.arguments(ec.Message)
+			if err != nil {
+				yield(nil, a2a.NewError(a2a.ErrInvalidParams, err.Error()))
+				return
+			}
+			snap := s.waitForTool(ctx)
+			prop = mcp.Proposal{TaskID: string(ec.TaskID), Principal: principalOf(ec), Tool: s.tool, Arguments: args}
+			if snap != nil {
+				prop.SnapshotVersion = snap.Version
+			}
+			if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+				return
+			}
+		} else { // a message on a task waiting for approval
+			s.mu.Lock()
+			p, ok := s.pending[ec.TaskID]
+			s.mu.Unlock()
+			if !ok {
+				yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec,
+					"Nothing waits for approval on this task (the agent may have restarted); send the request again.")), nil)
+				return
+			}
+			prop = p
+			approval = approvalFrom(ec)
+			if approval == nil {
+				yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, agentText(ec,
+					"This task waits for an approval: a message with a data part {\"approval\": {...}} from an approver.")), nil)
+				return
+			}
+		}
+		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
+			return
+		}
+		res := s.pipeline.Run(ctx, prop, approval)
+		switch res.Outcome {
+		case mcp.OutcomeSuccess:
+			s.forget(ec.TaskID)
+			parts := []*a2a.Part{}
+			if res.StructuredContent != nil {
+				parts = append(parts, a2a.NewDataPart(res.StructuredContent))
+			}
+			if text := textOf(res.Content); text != "" {
+				parts = append(parts, a2a.NewTextPart(text))
+			}
+			if len(parts) == 0 {
+				parts = append(parts, a2a.NewTextPart(""))
+			}
+			art := a2a.NewArtifactEvent(ec, parts...)
+			art.Artifact.Name = s.tool
+			if !yield(art, nil) {
+				return
+			}
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+		case mcp.OutcomeApprovalRequired:
+			s.mu.Lock()
+			s.pending[ec.TaskID] = prop
+			s.mu.Unlock()
+			msg := a2a.NewMessageForTask(a2a.MessageRoleAgent, ec,
+				a2a.NewTextPart(fmt.Sprintf("Tool %s needs an approval: %s", s.tool, res.Approval.Reason)),
+				a2a.NewDataPart(map[string]any{approvalRequestKey: map[string]any{
+					"tool": res.Approval.Tool, "snapshot_version": res.Approval.SnapshotVersion,
+					"digest": res.Approval.Digest, "token": res.Approval.Token,
+				}}))
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, msg), nil)
+		default:
+			s.forget(ec.TaskID)
+			reason := string(res.Outcome)
+			if res.Err != nil {
+				reason += ": " + res.Err.Error()
+			}
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, fmt.Sprintf("Tool %s ended %s", s.tool, reason))), nil)
+		}
+	}
+}
+
+// Cancel implements [a2asrv.AgentExecutor]; the engine cancels Execute's
+// context, which cancels the tool call.
+func (s *toolSkill) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		s.forget(ec.TaskID)
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+// waitForTool returns the catalog once it holds the skill's tool, waiting a
+// little while the servers are still connecting (just after the agent
+// started); after that the pipeline answers unavailable_tool.
+func (s *toolSkill) waitForTool(ctx context.Context) *mcp.Snapshot {
+	deadline := time.NewTimer(toolWait)
+	defer deadline.Stop()
+	for {
+		updated := s.manager.Updated()
+		snap := s.manager.Snapshot()
+		if snap != nil {
+			if _, ok := snap.Tool(s.tool); ok {
+				return snap
+			}
+		}
+		select {
+		case <-updated:
+		case <-deadline.C:
+			return snap
+		case <-ctx.Done():
+			return snap
+		}
+	}
+}
+
+// toolWait bounds how long a call waits for its tool to appear.
+const toolWait = 10 * time.Second
+
+func (s *toolSkill) forget(id a2a.TaskID) {
+	s.mu.Lock()
+	delete(s.pending, id)
+	s.mu.Unlock()
+}
+
+// arguments are the message's first data part, or, for a tool with one
+// string parameter, its text.
+func (s *toolSkill) arguments(m *a2a.Message) (map[string]any, error) {
+	var text string
+	for _, p := range m.Parts {
+		if d, ok := p.Data().(map[string]any); ok {
+			return d, nil
+		}
+		if text == "" {
+			text = p.Text()
+		}
+	}
+	if snap := s.manager.Snapshot(); snap != nil {
+		if tool, ok := snap.Tool(s.tool); ok {
+			if name, ok := singleStringParam(tool.Definition.InputSchema); ok {
+				return map[string]any{name: text}, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("tool %s takes its arguments as a data part (a JSON object)", s.tool)
+}
+
+// singleStringParam reports the name of the only property of an object
+// schema, when that property is a string.
+func singleStringParam(schema any) (string, bool) {
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return "", false
+	}
+	var s struct {
+		Properties map[string]struct {
+			Type string `json:"type"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(b, &s) != nil || len(s.Properties) != 1 {
+		return "", false
+	}
+	for name, p := range s.Properties {
+		return name, p.Type == "string"
+	}
+	return "", false
+}
+
+// approvalFrom reads an approval from the message's data parts, with the
+// approver being the authenticated caller who sent it.
+func approvalFrom(ec *a2asrv.ExecutorContext) *mcp.Approval {
+	for _, p := range ec.Message.Parts {
+		d, ok := p.Data().(map[string]any)
+		if !ok {
+			continue
+		}
+		a, ok := d[approvalKey].(map[string]any)
+		if !ok {
+			continue
+		}
+		str := func(k string) string { v, _ := a[k].(string); return v }
+		return &mcp.Approval{Approver: principalOf(ec), Tool: str("tool"), SnapshotVersion: str("snapshot_version"),
+			Digest: str("digest"), Token: str("token")}
+	}
+	return nil
+}
+
+// principalOf is the authenticated caller's name, empty for anonymous ones.
+func principalOf(ec *a2asrv.ExecutorContext) string {
+	if ec.User != nil && ec.User.Authenticated {
+		return ec.User.Name
+	}
+	return ""
+}
+
+func agentText(ec *a2asrv.ExecutorContext, text string) *a2a.Message {
+	return a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart(text))
+}
+
+// textOf joins the text items of a tool's content.
+func textOf(content []mcpsdk.Content) string {
+	var out string
+	for _, c := range content {
+		if t, ok := c.(*mcpsdk.TextContent); ok {
+			if out != "" {
+				out += "\n"
+			}
+			out += t.Text
+		}
+	}
+	return out
+}
