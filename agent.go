@@ -208,6 +208,7 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 		sseErrorAsHTTP(http.StripPrefix(pathREST, a2asrv.NewRESTHandler(a.handler))),
 		sseErrorAsHTTP(http.StripPrefix(pathREST, a2av0.NewRESTHandler(a.handler))), false))))
 	mux.Handle("GET /a2a/push/status", authenticate(a.authn, bindingREST, http.HandlerFunc(a.pushStatus)))
+	mux.Handle("GET /a2a/audit", authenticate(a.authn, bindingREST, http.HandlerFunc(a.auditList)))
 	grpcPath, grpcHandler := a2aconnect.NewHandler(a.handler, connect.WithReadMaxBytes(int(limit)))
 	mux.Handle(grpcPath, authenticate(a.authn, bindingConnect, grpcHandler))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

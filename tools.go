@@ -1,10 +1,14 @@
 package handoff
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"path/filepath"
+	"slices"
 
+	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/mcp"
 )
 
@@ -62,4 +66,33 @@ func newTools(c *Config, log *slog.Logger) (*tools, error) {
 		return nil, fmt.Errorf("%s: tool_contracts: %w", c.path, err)
 	}
 	return &tools{manager: m, pipeline: p, audit: audit}, nil
+}
+
+// auditList answers GET /a2a/audit: the tool calls of the caller's own
+// requests, or every call for an approver; ?task= narrows to one task.
+func (a *Agent) auditList(w http.ResponseWriter, r *http.Request) {
+	if a.tools == nil {
+		writeRESTError(w, http.StatusNotFound, "NOT_FOUND", "UNSUPPORTED_OPERATION", "this agent has no MCP tools, so no audit log")
+		return
+	}
+	f := mcp.AuditFilter{TaskID: r.URL.Query().Get("task"), Limit: 1000}
+	name := ""
+	if p, ok := auth.PrincipalFrom(r.Context()); ok {
+		name = p.Name
+	}
+	recs, err := a.tools.audit.List(r.Context(), f)
+	if err != nil {
+		a.log.Error("audit list", slog.Any("error", err))
+		http.Error(w, "the audit log could not be read", http.StatusInternalServerError)
+		return
+	}
+	out := []mcp.AuditRecord{}
+	approver := name != "" && slices.Contains(a.cfg.Approvers, name)
+	for _, rec := range recs {
+		if approver || rec.Principal == name {
+			out = append(out, rec)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"records": out})
 }

@@ -3,6 +3,7 @@ package handoff
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,6 +110,30 @@ skills:
 	task = resultTask(t, out)
 	if b, _ := json.Marshal(task); state(task) != "TASK_STATE_COMPLETED" || !strings.Contains(string(b), "top secret text") {
 		t.Fatalf("read after the write: %s", b)
+	}
+	// The approver sees every call in the audit log, the write approved by key:ops.
+	resp, err := http.NewRequest("GET", url+"/a2a/audit?task="+id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Header.Set("X-API-Key", "ops-key")
+	ar, err := http.DefaultClient.Do(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var audit struct {
+		Records []map[string]any `json:"records"`
+	}
+	json.NewDecoder(ar.Body).Decode(&audit)
+	ar.Body.Close()
+	approved := false
+	for _, r := range audit.Records {
+		if r["approver"] == "key:ops" && r["outcome"] == "success" {
+			approved = true
+		}
+	}
+	if !approved || len(audit.Records) < 3 {
+		t.Fatalf("audit of the task: %v", audit.Records)
 	}
 	// The audit log never holds the redacted text.
 	raw, err := os.ReadFile(filepath.Join(c.DataDir, "audit.db"))

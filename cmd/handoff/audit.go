@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/handoff-a2a/handoff/mcp"
+)
+
+// runAudit lists the tool-call audit records: a running agent's (the
+// caller's own, or all for an approver) or a stopped agent's data directory.
+func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("audit", "URL|--data-dir DIR [--task ID] [--json]", stdout)
+	dataDir := fs.String("data-dir", "", "read the audit log of a stopped agent in `DIR`")
+	task := fs.String("task", "", "only the calls of the task with this `ID`")
+	out := addOutputFlags(fs, "give up after `D`")
+	rest, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	var recs []mcp.AuditRecord
+	switch {
+	case *dataDir != "" && len(rest) == 0:
+		log, err := mcp.OpenBoltAudit(filepath.Join(*dataDir, "audit.db"))
+		if err != nil {
+			return fmt.Errorf("open audit log (is the agent running? then ask it by URL): %w", err)
+		}
+		defer log.Close()
+		if recs, err = log.List(ctx, mcp.AuditFilter{TaskID: *task}); err != nil {
+			return err
+		}
+	case *dataDir == "" && len(rest) == 1:
+		if recs, err = remoteAudit(ctx, rest[0], *task, out); err != nil {
+			return err
+		}
+	default:
+		return usagef("audit: give the agent's URL or --data-dir, not both")
+	}
+	if out.json {
+		return json.NewEncoder(stdout).Encode(recs)
+	}
+	if len(recs) == 0 {
+		fmt.Fprintln(stdout, "no tool calls")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tTASK\tTOOL\tDECISION\tAPPROVER\tOUTCOME\tDURATION")
+	for _, r := range recs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Format(time.RFC3339), r.TaskID, r.Tool, r.Decision, r.Approver, r.Outcome, r.Duration.Round(time.Millisecond))
+	}
+	return tw.Flush()
+}
+
+func remoteAudit(ctx context.Context, raw, task string, o *outputFlags) ([]mcp.AuditRecord, error) {
+	base, err := parseAgentURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := withTimeout(ctx, o.timeout)
+	defer cancel()
+	u := base.JoinPath("/a2a/audit")
+	if task != "" {
+		u.RawQuery = url.Values{"task": {task}}.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if o.token != "" {
+		req.Header.Set("Authorization", "Bearer "+o.token)
+	}
+	if o.apiKey != "" {
+		req.Header.Set("X-API-Key", o.apiKey)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, fmt.Errorf("audit: HTTP %s: %s", resp.Status, b)
+	}
+	var body struct {
+		Records []mcp.AuditRecord `json:"records"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	return body.Records, nil
+}
