@@ -19,6 +19,7 @@ require (
 require (
 	github.com/a2aproject/a2a-go v0.3.15 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/google/cel-go v0.31.0 // indirect
 	github.com/gowebpki/jcs v1.0.2 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect

@@ -38,11 +38,13 @@ func TestPackagesHaveDocs(t *testing.T) {
 func TestImportsGoDownward(t *testing.T) {
 	const mod = "github.com/handoff-a2a/handoff"
 	forbidden := map[string][]string{
-		mod + "/tasks":     {mod, mod + "/push", mod + "/mcp", mod + "/delegation", mod + "/acceptance", mod + "/agentcard", mod + "/cmd/handoff"},
-		mod + "/agentcard": {mod, mod + "/push", mod + "/mcp", mod + "/delegation", mod + "/acceptance", mod + "/tasks", mod + "/cmd/handoff"},
-		mod + "/artifacts": {mod, mod + "/push", mod + "/mcp", mod + "/delegation", mod + "/acceptance", mod + "/cmd/handoff"},
-		mod + "/push":      {mod, mod + "/mcp", mod + "/delegation", mod + "/acceptance", mod + "/cmd/handoff"},
-		mod + "/mcp":       {mod, mod + "/push", mod + "/delegation", mod + "/acceptance", mod + "/cmd/handoff"},
+		mod + "/tasks":      {mod, mod + "/push", mod + "/mcp", mod + "/delegation", mod + "/acceptance", mod + "/agentcard", mod + "/cmd/handoff"},
+		mod + "/agentcard":  {mod, mod + "/push", mod + "/mcp", mod + "/delegation", mod + "/acceptance", mod + "/tasks", mod + "/cmd/handoff"},
+		mod + "/artifacts":  {mod, mod + "/push", mod + "/mcp", mod + "/delegation", mod + "/acceptance", mod + "/cmd/handoff"},
+		mod + "/push":       {mod, mod + "/mcp", mod + "/delegation", mod + "/acceptance", mod + "/cmd/handoff"},
+		mod + "/mcp":        {mod, mod + "/push", mod + "/delegation", mod + "/acceptance", mod + "/cmd/handoff"},
+		mod + "/acceptance": {mod, mod + "/push", mod + "/delegation", mod + "/cmd/handoff"},
+		mod + "/delegation": {mod, mod + "/push", mod + "/cmd/handoff"},
 	}
 	pkgs := listPackages(t)
 	for pkg, bad := range forbidden {
