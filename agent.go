@@ -164,8 +164,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 		return nil, err
 	}
 	a.engine = engine
-	a.handler = &a2asrv.InterceptedHandler{Handler: engine, Logger: o.logger,
-		Interceptors: []a2asrv.CallInterceptor{principalInterceptor{}}}
+	a.handler = callerHandler{next: engine}
 	return a, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 
 	"connectrpc.com/connect"
@@ -107,17 +108,69 @@ func authenticate(a *auth.Authenticator, b binding, next http.Handler) http.Hand
 	})
 }
 
-// principalInterceptor hands the authenticated principal to a2a-go's call
-// context, where the engine binds tasks to it.
-type principalInterceptor struct {
-	a2asrv.PassthroughCallInterceptor
-}
+// callerHandler hands the authenticated principal to a2a-go's call context
+// and calls the engine. It stands where a2asrv.InterceptedHandler would: that
+// one also builds a logger and a random request id for every call, which
+// showed on the hot path, and Handoff needs neither (requests are logged
+// once, at the edge).
+type callerHandler struct{ next a2asrv.RequestHandler }
 
-func (principalInterceptor) Before(ctx context.Context, cc *a2asrv.CallContext, _ *a2asrv.Request) (context.Context, any, error) {
+var _ a2asrv.RequestHandler = callerHandler{}
+
+// withCaller makes sure ctx has a call context whose user is the principal.
+func withCaller(ctx context.Context) context.Context {
+	cc, ok := a2asrv.CallContextFrom(ctx)
+	if !ok {
+		ctx, cc = a2asrv.NewCallContext(ctx, nil)
+	}
 	if p, ok := auth.PrincipalFrom(ctx); ok {
 		cc.User = a2asrv.NewAuthenticatedUser(p.Name, map[string]any{tasks.TenantAttribute: p.Tenant})
 	}
-	return ctx, nil, nil
+	return ctx
+}
+
+func (h callerHandler) GetTask(ctx context.Context, r *a2a.GetTaskRequest) (*a2a.Task, error) {
+	return h.next.GetTask(withCaller(ctx), r)
+}
+
+func (h callerHandler) ListTasks(ctx context.Context, r *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	return h.next.ListTasks(withCaller(ctx), r)
+}
+
+func (h callerHandler) CancelTask(ctx context.Context, r *a2a.CancelTaskRequest) (*a2a.Task, error) {
+	return h.next.CancelTask(withCaller(ctx), r)
+}
+
+func (h callerHandler) SendMessage(ctx context.Context, r *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	return h.next.SendMessage(withCaller(ctx), r)
+}
+
+func (h callerHandler) SubscribeToTask(ctx context.Context, r *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
+	return h.next.SubscribeToTask(withCaller(ctx), r)
+}
+
+func (h callerHandler) SendStreamingMessage(ctx context.Context, r *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+	return h.next.SendStreamingMessage(withCaller(ctx), r)
+}
+
+func (h callerHandler) GetTaskPushConfig(ctx context.Context, r *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
+	return h.next.GetTaskPushConfig(withCaller(ctx), r)
+}
+
+func (h callerHandler) ListTaskPushConfigs(ctx context.Context, r *a2a.ListTaskPushConfigRequest) (*a2a.ListTaskPushConfigResponse, error) {
+	return h.next.ListTaskPushConfigs(withCaller(ctx), r)
+}
+
+func (h callerHandler) CreateTaskPushConfig(ctx context.Context, r *a2a.PushConfig) (*a2a.PushConfig, error) {
+	return h.next.CreateTaskPushConfig(withCaller(ctx), r)
+}
+
+func (h callerHandler) DeleteTaskPushConfig(ctx context.Context, r *a2a.DeleteTaskPushConfigRequest) error {
+	return h.next.DeleteTaskPushConfig(withCaller(ctx), r)
+}
+
+func (h callerHandler) GetExtendedAgentCard(ctx context.Context, r *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
+	return h.next.GetExtendedAgentCard(withCaller(ctx), r)
 }
 
 // extendedCard serves the extended card to authenticated callers only.

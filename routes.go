@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2alog "github.com/a2aproject/a2a-go/v2/log"
 )
 
 // protocolVersion is the A2A version a request asked for.
@@ -268,9 +269,12 @@ func (s *statusRecorder) Flush() {
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // logRequests logs each request once, at debug level: method, path, status,
-// duration. Headers and bodies are never logged: they carry credentials.
+// duration. Headers and bodies are never logged: they carry credentials. It
+// also hands the agent's logger to a2a-go's transports, which log their own
+// failures through the request's context.
 func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.WithContext(a2alog.AttachLogger(r.Context(), log))
 		if !log.Enabled(r.Context(), slog.LevelDebug) {
 			next.ServeHTTP(w, r)
 			return
