@@ -61,6 +61,10 @@ type Config struct {
 	// Push tunes push notification delivery (capabilities.push_notifications).
 	Push PushSettings `yaml:"push"`
 
+	// Peers are the agents this one may delegate to, each with the rule its
+	// card must verify under.
+	Peers []PeerConfigYAML `yaml:"peers"`
+
 	// MCPServers are the MCP servers whose tools the agent's skills use.
 	MCPServers []MCPServerConfig `yaml:"mcp_servers"`
 	// ToolContracts classify tools locally (server annotations are never
@@ -126,6 +130,19 @@ type SkillConfig struct {
 	Executor string `yaml:"executor"`
 	// Tool is the namespaced MCP tool (server__tool) of an "mcp" skill.
 	Tool string `yaml:"tool"`
+}
+
+// PeerConfigYAML is one peer agent and the keys its card must be signed
+// with: pinned keys (a JWKS file, optionally narrowed to key ids), or jku
+// URL prefixes whose JWKS is trusted.
+type PeerConfigYAML struct {
+	Name  string `yaml:"name"`
+	URL   string `yaml:"url"`
+	Trust struct {
+		JWKSFile    string   `yaml:"jwks_file"`
+		KeyIDs      []string `yaml:"key_ids"`
+		JKUPrefixes []string `yaml:"jku_prefixes"`
+	} `yaml:"trust"`
 }
 
 // MCPServerConfig is one MCP server: stdio (command) or streamable HTTP (url).
@@ -497,6 +514,15 @@ func (c *Config) validate() error {
 		}
 		if (s.Executor == "mcp") != (s.Tool != "") {
 			bad(key+".tool", "an mcp skill names exactly one tool (server__tool); other skills name none")
+		}
+	}
+	for i, p := range c.Peers {
+		key := fmt.Sprintf("peers[%d]", i)
+		if p.Name == "" || p.URL == "" {
+			bad(key, "name and url are required")
+		}
+		if p.Trust.JWKSFile == "" && len(p.Trust.JKUPrefixes) == 0 {
+			bad(key+".trust", "pin keys (jwks_file) or trust jku_prefixes: an unverified peer is never used")
 		}
 	}
 	for i, m := range c.MCPServers {

@@ -82,7 +82,10 @@ func (s *toolSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) ite
 		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
 			return
 		}
-		res := s.pipeline.Run(ctx, prop, approval)
+		res, ok := s.run(ctx, ec, prop, approval, yield)
+		if !ok {
+			return
+		}
 		switch res.Outcome {
 		case mcp.OutcomeSuccess:
 			s.forget(ec.TaskID)
@@ -120,6 +123,44 @@ func (s *toolSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) ite
 				reason += ": " + res.Err.Error()
 			}
 			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, fmt.Sprintf("Tool %s ended %s", s.tool, reason))), nil)
+		}
+	}
+}
+
+// run calls the pipeline while yielding the tool's progress notifications
+// as working status updates, from this goroutine: the pipeline reports
+// progress on its own. ok is false when the consumer stopped.
+func (s *toolSkill) run(ctx context.Context, ec *a2asrv.ExecutorContext, prop mcp.Proposal, approval *mcp.Approval,
+	yield func(a2a.Event, error) bool) (mcp.PipelineResult, bool) {
+	type progress struct {
+		done, total float64
+		msg         string
+	}
+	updates := make(chan progress, 16)
+	prop.Progress = func(done, total float64, msg string) {
+		select {
+		case updates <- progress{done, total, msg}:
+		default: // the consumer is behind: skip a step rather than stall the call
+		}
+	}
+	result := make(chan mcp.PipelineResult, 1)
+	go func() { result <- s.pipeline.Run(ctx, prop, approval) }()
+	for {
+		select {
+		case p := <-updates:
+			text := p.msg
+			if text == "" {
+				text = fmt.Sprintf("%s: %g", s.tool, p.done)
+				if p.total > 0 {
+					text += fmt.Sprintf(" of %g", p.total)
+				}
+			}
+			if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, agentText(ec, text)), nil) {
+				<-result // the call ends with ctx, which the engine cancels
+				return mcp.PipelineResult{}, false
+			}
+		case r := <-result:
+			return r, true
 		}
 	}
 }

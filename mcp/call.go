@@ -67,6 +67,13 @@ type CallRequest struct {
 	// OutputSchema, if set, replaces the tool's own outputSchema for validating
 	// structuredContent.
 	OutputSchema json.RawMessage
+	// Progress, if set, asks the tool for progress: the call carries a progress token, and
+	// every notifications/progress the server sends for it is passed on, in the order the
+	// server sent them. Progress is never called after Call returns; a notification the
+	// server sends right before its result may still be queued in the SDK when the result
+	// arrives, and is then dropped. It runs on the session's notification path, so it must
+	// not block: a slow callback delays the server's other notifications.
+	Progress func(progress, total float64, message string)
 }
 
 // Result is the normalised result of a call.
@@ -122,6 +129,14 @@ func (m *Manager) call(ctx context.Context, req CallRequest) Result {
 	if err != nil {
 		return fail(OutcomeValidationFailed, "tool %s: unusable output schema: %v", req.Tool, err)
 	}
+	return m.invoke(ctx, tool, args, output, req)
+}
+
+// invoke sends a call whose tool was resolved and whose arguments were validated against it,
+// and normalises the answer against output (nil: no output schema). The Pipeline comes here
+// directly, having done both itself, so that no call pays for them twice. Only req's Tool,
+// Timeout, ReadOnly and Progress are read.
+func (m *Manager) invoke(ctx context.Context, tool *Tool, args map[string]any, output *jsonschema.Resolved, req CallRequest) Result {
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = m.cfg.callTimeout
@@ -129,6 +144,12 @@ func (m *Manager) call(ctx context.Context, req CallRequest) Result {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	params := &mcpsdk.CallToolParams{Name: tool.Remote, Arguments: args}
+	if req.Progress != nil {
+		token, stop := m.routeProgress(req.Progress)
+		defer stop()
+		params.SetProgressToken(token)
+	}
 	sup := m.sups[tool.Server]
 	attempts := 0
 	var dead *mcpsdk.ClientSession
@@ -140,7 +161,7 @@ func (m *Manager) call(ctx context.Context, req CallRequest) Result {
 			return r
 		}
 		attempts++
-		out, err := sess.CallTool(cctx, &mcpsdk.CallToolParams{Name: tool.Remote, Arguments: args})
+		out, err := sess.CallTool(cctx, params)
 		if err == nil {
 			r := normalise(tool, out, output)
 			if r.Outcome == OutcomeUnavailableTool {
@@ -270,7 +291,8 @@ func normalise(tool *Tool, out *mcpsdk.CallToolResult, output *jsonschema.Resolv
 			return Result{Outcome: OutcomeValidationFailed,
 				Err: fmt.Errorf("tool %s: no structuredContent, but an output schema applies", tool.Name)}
 		}
-		if err := validate(output, out.StructuredContent); err != nil {
+		// Decoded from the wire by the SDK, it is plain JSON already: no round trip needed.
+		if err := output.Validate(out.StructuredContent); err != nil {
 			return Result{Outcome: OutcomeValidationFailed,
 				Err: fmt.Errorf("tool %s: structuredContent breaks the output schema: %v", tool.Name, err)}
 		}

@@ -2,13 +2,14 @@ package mcp
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // Effect is what a tool does to the world, as the local contract says.
@@ -87,11 +88,10 @@ type contracts struct {
 	globs []compiledContract // by pattern length, longest first; ties keep config order
 }
 
-// compiledContract is a checked contract with its output schema encoded once, as
-// [CallRequest.OutputSchema] takes it.
+// compiledContract is a checked contract with its output schema compiled once, not per call.
 type compiledContract struct {
 	Contract
-	outputSchema json.RawMessage
+	output *jsonschema.Resolved // nil: the tool's own output schema applies
 }
 
 // newContracts checks every contract and reports every problem at once.
@@ -160,12 +160,13 @@ func compileContract(c Contract) (compiledContract, []string) {
 	}
 	cc := compiledContract{Contract: c}
 	if c.OutputSchema != nil {
-		// Compiled here only to refuse a broken schema at startup rather than on every call.
-		if _, err := compileSchema(c.OutputSchema); err != nil {
+		// Compiled here, so that a broken schema is refused at startup and a good one is not
+		// compiled again on every call.
+		rs, err := compileSchema(c.OutputSchema)
+		if err != nil {
 			problems = append(problems, fmt.Sprintf("output schema: %v", err))
-		} else if raw, err := json.Marshal(c.OutputSchema); err == nil {
-			cc.outputSchema = raw
 		}
+		cc.output = rs
 	}
 	return cc, problems
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,6 +122,11 @@ type Manager struct {
 	history  map[string]*Snapshot
 	versions []string      // history's keys, oldest first
 	updated  chan struct{} // closed and replaced on every snapshot or status change
+
+	// progress routes notifications/progress to the call that asked for them: one session
+	// serves many calls, so the token is the only way to tell them apart.
+	progress  sync.Map // token (string) → *progressRoute
+	lastToken atomic.Uint64
 }
 
 // NewManager checks the server configs and returns a Manager for them; [Manager.Run] starts
@@ -265,6 +271,9 @@ func newSupervisor(m *Manager, cfg ServerConfig) *supervisor {
 	s.client = mcpsdk.NewClient(&mcpsdk.Implementation{Name: "handoff", Version: "0"}, &mcpsdk.ClientOptions{
 		// An empty, non-nil set: the SDK would otherwise advertise roots, which we do not serve.
 		Capabilities: &mcpsdk.ClientCapabilities{},
+		ProgressNotificationHandler: func(_ context.Context, req *mcpsdk.ProgressNotificationClientRequest) {
+			m.deliverProgress(req.Params)
+		},
 		ToolListChangedHandler: func(context.Context, *mcpsdk.ToolListChangedRequest) {
 			select { // runs on the session's reader: never block it
 			case s.relist <- struct{}{}:
@@ -523,6 +532,52 @@ func (s *supervisor) requestRelist() {
 	select {
 	case s.relist <- struct{}{}:
 	default:
+	}
+}
+
+// progressRoute is one call's progress callback, closed when the call ends.
+type progressRoute struct {
+	mu     sync.Mutex // held while f runs, so that closing waits for a running f
+	f      func(progress, total float64, message string)
+	closed bool
+}
+
+// routeProgress registers f under a fresh progress token; stop unregisters it and returns only
+// once no f is running, so that f is never called after the call has returned.
+func (m *Manager) routeProgress(f func(progress, total float64, message string)) (token string, stop func()) {
+	// A string token: it comes back exactly as sent, where a number would come back a float64.
+	token = "handoff-" + strconv.FormatUint(m.lastToken.Add(1), 10)
+	r := &progressRoute{f: f}
+	m.progress.Store(token, r)
+	return token, func() {
+		m.progress.Delete(token)
+		r.mu.Lock()
+		r.closed = true
+		r.mu.Unlock()
+	}
+}
+
+// deliverProgress passes a notifications/progress to the call whose token it carries. The SDK
+// handles one session's notifications one at a time, in order, so each call's callback sees
+// them in the order the server sent them. Unknown tokens (a call that has ended, a server that
+// made one up) are dropped.
+func (m *Manager) deliverProgress(p *mcpsdk.ProgressNotificationParams) {
+	if p == nil {
+		return
+	}
+	token, ok := p.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	v, ok := m.progress.Load(token)
+	if !ok {
+		return
+	}
+	r := v.(*progressRoute)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.closed {
+		r.f(p.Progress, p.Total, p.Message)
 	}
 }
 

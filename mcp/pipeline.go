@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/gowebpki/jcs"
 )
 
@@ -54,6 +55,9 @@ type Proposal struct {
 	SnapshotVersion string
 	// Arguments are the tool's arguments; nil means {}.
 	Arguments map[string]any
+	// Progress, if set, receives the tool's progress notifications while the call runs; see
+	// [CallRequest.Progress].
+	Progress func(progress, total float64, message string)
 }
 
 // PipelineResult is the result of [Pipeline.Run]: the Manager's normalised [Result], plus
@@ -226,7 +230,7 @@ func (p *Pipeline) run(ctx context.Context, prop Proposal, approval *Approval, r
 		return stop(res.Outcome, res.Err.Error())
 	}
 	contract := p.contracts.lookup(prop.Tool)
-	args, digest, err := canonicalise(prop.Tool, prop.Arguments)
+	args, plain, digest, err := canonicalise(prop.Tool, prop.Arguments)
 	if err != nil {
 		// The arguments could not be encoded, so no value of theirs is in err.
 		return stop(OutcomeValidationFailed, fmt.Sprintf("arguments of %s: %v", prop.Tool, err))
@@ -241,7 +245,7 @@ func (p *Pipeline) run(ctx context.Context, prop Proposal, approval *Approval, r
 		r.Digest = digest
 		return r
 	}
-	if err := validate(input, args); err != nil {
+	if err := input.Validate(plain); err != nil {
 		r := stop(OutcomeValidationFailed, scrub.text(fmt.Sprintf("arguments of %s: %v", prop.Tool, err)))
 		r.Digest = digest
 		return r
@@ -278,14 +282,22 @@ func (p *Pipeline) run(ctx context.Context, prop Proposal, approval *Approval, r
 		}
 	}
 
-	out := p.m.Call(ctx, CallRequest{
-		Tool:            prop.Tool,
-		SnapshotVersion: prop.SnapshotVersion,
-		Arguments:       args, // exactly what the digest covers
-		Timeout:         contract.Timeout,
-		ReadOnly:        contract.Effect == EffectRead,
-		OutputSchema:    contract.outputSchema,
-	})
+	// The tool and arguments were resolved and validated above, against the same snapshot:
+	// the call goes straight to the Manager's invoke rather than through Call, which would do
+	// both again.
+	called := time.Now()
+	var out Result
+	if output, err := p.outputSchema(tool, contract); err != nil {
+		out = fail(OutcomeValidationFailed, "tool %s: unusable output schema: %v", prop.Tool, err)
+	} else {
+		out = p.m.invoke(ctx, tool, args, output, CallRequest{
+			Tool:     prop.Tool,
+			Timeout:  contract.Timeout,
+			ReadOnly: contract.Effect == EffectRead,
+			Progress: prop.Progress,
+		})
+	}
+	out.Duration = time.Since(called)
 	if out.Err != nil {
 		out.Err = errors.New(scrub.text(out.Err.Error()))
 		rec.Reason = out.Err.Error()
@@ -298,6 +310,15 @@ func (p *Pipeline) run(ctx context.Context, prop Proposal, approval *Approval, r
 		rec.ResultSHA256 = resultHash(out)
 	}
 	return PipelineResult{Result: out, Decision: decision, Digest: digest}
+}
+
+// outputSchema is the contract's output schema if it has one, else the tool's own (nil if
+// it declares none).
+func (p *Pipeline) outputSchema(tool *Tool, c compiledContract) (*jsonschema.Resolved, error) {
+	if c.output != nil {
+		return c.output, nil
+	}
+	return tool.outputSchema()
 }
 
 // decide applies the policy table documented on [Decision] to a catalog name and its
@@ -324,34 +345,41 @@ func (p *Pipeline) decide(tool string, c Contract) (Decision, string) {
 
 // canonicalise encodes the arguments as RFC 8785 canonical JSON and digests
 // {"arguments": …, "tool": …}. It returns the arguments decoded back from their canonical
-// form, so that what is validated and sent is exactly what the digest (and so an approval)
-// covers. JCS numbers are IEEE doubles: integers beyond 2^53 lose precision here, visibly,
-// rather than between approval and execution.
-func canonicalise(tool string, args map[string]any) (map[string]any, string, error) {
-	if args == nil {
-		args = map[string]any{}
+// form twice: args keeps the canonical number text, to be sent, so that what is sent is
+// exactly what the digest (and so an approval) covers; plain holds numbers as float64, as the
+// schema validator takes them. JCS numbers are IEEE doubles: integers beyond 2^53 lose
+// precision here, visibly, rather than between approval and execution.
+func canonicalise(tool string, in map[string]any) (args map[string]any, plain any, digest string, err error) {
+	if in == nil {
+		in = map[string]any{}
 	}
 	raw, err := json.Marshal(struct {
 		Arguments map[string]any `json:"arguments"`
 		Tool      string         `json:"tool"`
-	}{args, tool})
+	}{in, tool})
 	if err != nil {
-		return nil, "", fmt.Errorf("not JSON: %w", err)
+		return nil, nil, "", fmt.Errorf("not JSON: %w", err)
 	}
 	canonical, err := jcs.Transform(raw)
 	if err != nil {
-		return nil, "", fmt.Errorf("canonicalise: %w", err)
+		return nil, nil, "", fmt.Errorf("canonicalise: %w", err)
 	}
 	sum := sha256.Sum256(canonical)
-	var back struct {
+	var sent struct {
 		Arguments map[string]any `json:"arguments"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(canonical))
 	dec.UseNumber() // keep the canonical number text as it is, for the server to receive
-	if err := dec.Decode(&back); err != nil {
-		return nil, "", fmt.Errorf("decode canonical arguments: %w", err)
+	if err := dec.Decode(&sent); err != nil {
+		return nil, nil, "", fmt.Errorf("decode canonical arguments: %w", err)
 	}
-	return back.Arguments, hex.EncodeToString(sum[:]), nil
+	var validated struct {
+		Arguments any `json:"arguments"`
+	}
+	if err := json.Unmarshal(canonical, &validated); err != nil {
+		return nil, nil, "", fmt.Errorf("decode canonical arguments: %w", err)
+	}
+	return sent.Arguments, validated.Arguments, hex.EncodeToString(sum[:]), nil
 }
 
 // shown is args as an approver may see them: redacted top-level values replaced.

@@ -7,10 +7,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -540,86 +537,4 @@ func TestPipelineConfigErrors(t *testing.T) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
 		}
 	}
-}
-
-// memAudit keeps records in memory: the benchmark measures the pipeline's own work, not
-// the disk's fsync.
-type memAudit struct {
-	mu   sync.Mutex
-	recs []mcp.AuditRecord
-}
-
-func (a *memAudit) Append(_ context.Context, rec *mcp.AuditRecord) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	rec.ID = strconv.Itoa(len(a.recs) + 1)
-	a.recs = append(a.recs, *rec)
-	return nil
-}
-
-func (a *memAudit) List(context.Context, mcp.AuditFilter) ([]mcp.AuditRecord, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.recs), nil
-}
-
-// BenchmarkPipelineOverhead compares Pipeline.Run (with an in-memory audit log) with
-// Manager.Call on the same in-memory server and reports the ratio of their medians: what
-// canonicalisation, the earlier validation, the policy and the audit record add per call.
-// A BoltAudit adds one fsync per call on top.
-func BenchmarkPipelineOverhead(b *testing.B) {
-	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "bench", Version: "1"}, nil)
-	mcpsdk.AddTool(srv, &mcpsdk.Tool{Name: "echo"}, func(_ context.Context, _ *mcpsdk.CallToolRequest, in echoIn) (*mcpsdk.CallToolResult, echoOut, error) {
-		return nil, echoOut{Text: in.Text, Len: len(in.Text)}, nil
-	})
-	m, err := mcp.NewManager([]mcp.ServerConfig{{Name: "mem", Transport: mcp.TransportStdio, Command: "in-memory"}},
-		mcp.WithTransportForTest("mem", inMemory(srv)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(b.Context())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(runCtx) }()
-	b.Cleanup(func() { stop(); <-done })
-	for {
-		updated := m.Updated()
-		if _, ok := m.Snapshot().Tool("mem__echo"); ok {
-			break
-		}
-		select {
-		case <-updated:
-		case <-time.After(10 * time.Second):
-			b.Fatalf("server never ready: %+v", m.Servers())
-		}
-	}
-	p, err := mcp.NewPipeline(m, []mcp.Contract{{Tool: "mem__echo", Effect: mcp.EffectRead, Risk: mcp.RiskLow, Approval: mcp.ApprovalNone}}, &memAudit{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	version := m.Snapshot().Version
-	args := map[string]any{"text": "hello"}
-	prop := mcp.Proposal{TaskID: "t", Principal: "bob", Tool: "mem__echo", SnapshotVersion: version, Arguments: args}
-
-	var callTimes, runTimes []time.Duration
-	for b.Loop() {
-		t0 := time.Now()
-		if r := m.Call(b.Context(), mcp.CallRequest{Tool: "mem__echo", SnapshotVersion: version, Arguments: args, ReadOnly: true}); r.Outcome != mcp.OutcomeSuccess {
-			b.Fatalf("call: %s %v", r.Outcome, r.Err)
-		}
-		t1 := time.Now()
-		if r := p.Run(b.Context(), prop, nil); r.Outcome != mcp.OutcomeSuccess {
-			b.Fatalf("run: %s %v", r.Outcome, r.Err)
-		}
-		t2 := time.Now()
-		callTimes = append(callTimes, t1.Sub(t0))
-		runTimes = append(runTimes, t2.Sub(t1))
-	}
-	p50 := func(ds []time.Duration) float64 {
-		slices.Sort(ds)
-		return float64(ds[len(ds)/2])
-	}
-	c, r := p50(callTimes), p50(runTimes)
-	b.ReportMetric(c, "call-p50-ns")
-	b.ReportMetric(r, "run-p50-ns")
-	b.ReportMetric(r/c, "p50-ratio")
 }
