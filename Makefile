@@ -22,6 +22,8 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./agentcard
 	go test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./push
 	go test -run '^$$' -fuzz '^FuzzEnvelope$$' -fuzztime $(FUZZTIME) ./delegation
+	go test -run '^$$' -fuzz '^FuzzParseContract$$' -fuzztime $(FUZZTIME) ./acceptance
+	go test -run '^$$' -fuzz '^FuzzCondition$$' -fuzztime $(FUZZTIME) ./acceptance
 
 build:
 	go build -o bin/handoff ./cmd/handoff

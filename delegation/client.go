@@ -1,0 +1,147 @@
+package delegation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+)
+
+// ErrNoFinalState means the peer's task could not be followed to an end:
+// its stream kept breaking and resubscribing did not help.
+var ErrNoFinalState = errors.New("the peer's task was not followed to its end")
+
+// A SenderOption configures a [Sender].
+type SenderOption func(*Sender)
+
+// WithSenderHTTPClient sets the HTTP client for peers; the default has no
+// overall timeout (streams are long) and relies on contexts.
+func WithSenderHTTPClient(c *http.Client) SenderOption { return func(s *Sender) { s.http = c } }
+
+// WithResubscribes bounds how often a broken stream is resubscribed. The
+// default is 5.
+func WithResubscribes(n int) SenderOption { return func(s *Sender) { s.resubscribes = n } }
+
+// Sender sends a delegated message to a verified peer and follows the
+// peer's task to its end: by stream, resubscribing when the stream breaks,
+// then one GetTask for the whole final task.
+type Sender struct {
+	http         *http.Client
+	resubscribes int
+}
+
+// NewSender returns a Sender.
+func NewSender(opts ...SenderOption) *Sender {
+	s := &Sender{http: &http.Client{}, resubscribes: 5}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// extensionHeader activates the envelope extension on every request.
+type extensionHeader struct{ next http.RoundTripper }
+
+func (e extensionHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Add("A2A-Extensions", EnvelopeExtension)
+	return e.next.RoundTrip(r)
+}
+
+// Delegate sends msg, with env attached, to the peer and returns the peer's
+// final task. progress sees every event as it arrives. When ctx ends before
+// the peer's task does (a local cancel, or the envelope's deadline), the
+// remote task is cancelled too.
+func (s *Sender) Delegate(ctx context.Context, peer PeerStatus, msg *a2a.Message, env *Envelope, progress func(a2a.Event)) (*a2a.Task, error) {
+	if peer.State != StateVerified || peer.Card == nil {
+		return nil, fmt.Errorf("delegate to %s: the peer's card is not verified", peer.Name)
+	}
+	next := s.http.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	hc := &http.Client{Transport: extensionHeader{next: next}, Jar: s.http.Jar}
+	client, err := a2aclient.NewFromCard(ctx, peer.Card,
+		a2aclient.WithConfig(a2aclient.Config{PreferredTransports: []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON}}),
+		a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc))
+	if err != nil {
+		return nil, fmt.Errorf("delegate to %s: %w", peer.Name, err)
+	}
+	defer client.Destroy()
+	env.Attach(msg)
+
+	var remote a2a.TaskID
+	finished := false
+	follow := func(events func(yield func(a2a.Event, error) bool)) error {
+		for ev, err := range events {
+			if err != nil {
+				return err
+			}
+			if remote == "" {
+				remote = ev.TaskInfo().TaskID
+			}
+			if progress != nil {
+				progress(ev)
+			}
+			if terminal(ev) {
+				finished = true
+				return nil
+			}
+		}
+		return nil
+	}
+	err = follow(client.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: msg}))
+	for attempt := 0; !finished && ctx.Err() == nil && remote != "" && attempt < s.resubscribes; attempt++ {
+		if err = follow(client.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: remote})); errors.Is(err, a2a.ErrUnsupportedOperation) {
+			finished = true // the task ended while we were away
+			err = nil
+		}
+		if !finished && ctx.Err() == nil {
+			t := time.NewTimer(time.Duration(100<<attempt) * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		if remote != "" { // our task ended first: the peer's must too
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			_, _ = client.CancelTask(cctx, &a2a.CancelTaskRequest{ID: remote})
+			cancel()
+		}
+		return nil, fmt.Errorf("delegate to %s: %w", peer.Name, ctx.Err())
+	}
+	if remote == "" {
+		if err == nil {
+			err = errors.New("the peer answered with no task")
+		}
+		return nil, fmt.Errorf("delegate to %s: %w", peer.Name, err)
+	}
+	if !finished {
+		return nil, fmt.Errorf("delegate to %s: task %s: %w (last error: %v)", peer.Name, remote, ErrNoFinalState, err)
+	}
+	final, err := client.GetTask(ctx, &a2a.GetTaskRequest{ID: remote})
+	if err != nil {
+		return nil, fmt.Errorf("delegate to %s: get task %s: %w", peer.Name, remote, err)
+	}
+	return final, nil
+}
+
+// terminal reports whether ev leaves the peer's task in a final state.
+func terminal(ev a2a.Event) bool {
+	switch e := ev.(type) {
+	case *a2a.Task:
+		return e.Status.State.Terminal() || e.Status.State == a2a.TaskStateInputRequired || e.Status.State == a2a.TaskStateAuthRequired
+	case *a2a.TaskStatusUpdateEvent:
+		return e.Status.State.Terminal() || e.Status.State == a2a.TaskStateInputRequired || e.Status.State == a2a.TaskStateAuthRequired
+	case *a2a.Message:
+		return true
+	}
+	return false
+}
