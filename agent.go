@@ -22,6 +22,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/handoff-a2a/handoff/agentcard"
+	"github.com/handoff-a2a/handoff/delegation"
 	"github.com/handoff-a2a/handoff/internal/a2aconnect"
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/push"
@@ -48,7 +49,9 @@ type Agent struct {
 	cfg     *Config
 	log     *slog.Logger
 	store   agentStore
-	tools   *tools // nil without MCP servers
+	tools   *tools      // nil without MCP servers
+	del     *delegating // nil when no skill delegates
+	selfHop atomic.Pointer[delegation.Hop]
 	engine  *tasks.Engine
 	handler a2asrv.RequestHandler
 	authn   *auth.Authenticator
@@ -61,6 +64,23 @@ type Agent struct {
 
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// checkEnvelope enforces a delegated message's envelope before anything
+// runs: hop limit, deadline, scopes, cycles.
+func (a *Agent) checkEnvelope(m *a2a.Message) error {
+	env, ok, err := delegation.EnvelopeFrom(m)
+	if err != nil {
+		return a2a.NewError(a2a.ErrInvalidParams, "delegation envelope: "+err.Error())
+	}
+	if !ok {
+		return nil
+	}
+	policy := delegation.ReceiverPolicy{MaxHops: a.cfg.Delegation.MaxHops, Granted: a.cfg.Delegation.GrantScopes}
+	if err := delegation.Check(env, *a.selfHop.Load(), policy, time.Now()); err != nil {
+		return a2a.NewError(a2a.ErrInvalidParams, "delegation refused: "+err.Error())
+	}
+	return nil
 }
 
 // agentStore is the task store with the readiness check both backends have.
@@ -133,7 +153,15 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, log: o.logger, store: store, tools: tl, authn: authn, keys: keys, guard: push.NewGuard(cfg.Push.AllowHosts)}
-	engine, err := tasks.NewEngine(ctx, store, newSkillRouter(cfg, tl),
+	a.selfHop.Store(&delegation.Hop{Agent: cfg.Name})
+	if a.del, err = newDelegating(cfg, tl, func() delegation.Hop { return *a.selfHop.Load() }); err != nil {
+		store.Close()
+		if tl != nil {
+			tl.audit.Close()
+		}
+		return nil, err
+	}
+	engine, err := tasks.NewEngine(ctx, store, newSkillRouter(cfg, tl, a.del),
 		tasks.WithCapabilities(a2a.AgentCapabilities{
 			Streaming:         *cfg.Capabilities.Streaming,
 			PushNotifications: cfg.Capabilities.PushNotifications,
@@ -164,7 +192,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 		return nil, err
 	}
 	a.engine = engine
-	a.handler = callerHandler{next: engine}
+	a.handler = callerHandler{next: engine, receive: a.checkEnvelope}
 	return a, nil
 }
 
@@ -188,6 +216,9 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 		}
 	}
 	a.extended.Store(ext)
+	if digest, err := delegation.CardDigest(card); err == nil {
+		a.selfHop.Store(&delegation.Hop{Agent: a.cfg.Name, CardDigest: digest})
+	}
 	limit := a.cfg.Limits.MaxBodyBytes
 	mux := http.NewServeMux()
 	body, err := cardJSON(context.Background(), card)
@@ -312,6 +343,11 @@ func (a *Agent) Close() error {
 		if a.tools != nil {
 			if err := a.tools.audit.Close(); err != nil && a.closeErr == nil {
 				a.closeErr = fmt.Errorf("close audit log: %w", err)
+			}
+		}
+		if a.del != nil {
+			if err := a.del.ledger.Close(); err != nil && a.closeErr == nil {
+				a.closeErr = fmt.Errorf("close ledger: %w", err)
 			}
 		}
 	})

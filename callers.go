@@ -113,7 +113,11 @@ func authenticate(a *auth.Authenticator, b binding, next http.Handler) http.Hand
 // one also builds a logger and a random request id for every call, which
 // showed on the hot path, and Handoff needs neither (requests are logged
 // once, at the edge).
-type callerHandler struct{ next a2asrv.RequestHandler }
+type callerHandler struct {
+	next a2asrv.RequestHandler
+	// receive checks a message before the engine sees it (the delegation envelope).
+	receive func(*a2a.Message) error
+}
 
 var _ a2asrv.RequestHandler = callerHandler{}
 
@@ -142,6 +146,11 @@ func (h callerHandler) CancelTask(ctx context.Context, r *a2a.CancelTaskRequest)
 }
 
 func (h callerHandler) SendMessage(ctx context.Context, r *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	if r != nil && r.Message != nil && h.receive != nil {
+		if err := h.receive(r.Message); err != nil {
+			return nil, err
+		}
+	}
 	return h.next.SendMessage(withCaller(ctx), r)
 }
 
@@ -150,6 +159,11 @@ func (h callerHandler) SubscribeToTask(ctx context.Context, r *a2a.SubscribeToTa
 }
 
 func (h callerHandler) SendStreamingMessage(ctx context.Context, r *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+	if r != nil && r.Message != nil && h.receive != nil {
+		if err := h.receive(r.Message); err != nil {
+			return func(yield func(a2a.Event, error) bool) { yield(nil, err) }
+		}
+	}
 	return h.next.SendStreamingMessage(withCaller(ctx), r)
 }
 

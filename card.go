@@ -14,6 +14,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/handoff-a2a/handoff/delegation"
 )
 
 // Paths of the transports under the agent's base URL.
@@ -50,6 +52,8 @@ func buildCard(c *Config, base string) *a2a.AgentCard {
 	if c.Provider != nil {
 		card.Provider = &a2a.AgentProvider{Org: c.Provider.Organization, URL: c.Provider.URL}
 	}
+	// Delegated tasks arrive with Handoff's envelope, which this agent enforces.
+	card.Capabilities.Extensions = append(card.Capabilities.Extensions, delegation.ExtensionDeclaration())
 	if c.Capabilities.PushNotifications {
 		card.Capabilities.Extensions = append(card.Capabilities.Extensions, pushExtension(base+pathJWKS))
 	}

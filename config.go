@@ -61,6 +61,8 @@ type Config struct {
 	// Push tunes push notification delivery (capabilities.push_notifications).
 	Push PushSettings `yaml:"push"`
 
+	// Delegation is how this agent receives delegated tasks.
+	Delegation DelegationConfig `yaml:"delegation"`
 	// Peers are the agents this one may delegate to, each with the rule its
 	// card must verify under.
 	Peers []PeerConfigYAML `yaml:"peers"`
@@ -130,6 +132,9 @@ type SkillConfig struct {
 	Executor string `yaml:"executor"`
 	// Tool is the namespaced MCP tool (server__tool) of an "mcp" skill.
 	Tool string `yaml:"tool"`
+	// Delegate says which peer skill fulfils a "delegate" skill and the
+	// acceptance contract its completions must pass.
+	Delegate *DelegateConfig `yaml:"delegate"`
 }
 
 // PeerConfigYAML is one peer agent and the keys its card must be signed
@@ -271,6 +276,28 @@ type ExtendedCardConfig struct {
 	Skills []SkillConfig `yaml:"skills"`
 }
 
+// DelegateConfig is the peer side of a delegated skill.
+type DelegateConfig struct {
+	// Skill is the peer skill's id; Tags narrow the choice of peer.
+	Skill string   `yaml:"skill"`
+	Tags  []string `yaml:"tags"`
+	// Contract is the acceptance contract file (see the acceptance package).
+	Contract string `yaml:"contract"`
+	// Timeout is the delegation's deadline, sent in the envelope. Default 5m.
+	Timeout *Duration `yaml:"timeout"`
+	// Scopes are asked of the peer in the envelope.
+	Scopes []string `yaml:"scopes"`
+}
+
+// DelegationConfig is how this agent receives delegated tasks.
+type DelegationConfig struct {
+	// MaxHops refuses envelopes that travelled further. Default 4.
+	MaxHops int `yaml:"max_hops"`
+	// GrantScopes are the scopes this agent grants; an envelope asking for
+	// another is refused. Default none.
+	GrantScopes []string `yaml:"grant_scopes"`
+}
+
 // Duration is a time.Duration written as in Go ("1m30s") in YAML.
 type Duration struct{ time.Duration }
 
@@ -403,7 +430,7 @@ func (c *Config) applyDefaults() {
 }
 
 // executors are the built-in executor kinds a skill may name.
-var executorKinds = []string{"tck", "mcp"}
+var executorKinds = []string{"tck", "mcp", "delegate"}
 
 func (c *Config) validate() error {
 	var errs []error
@@ -514,6 +541,11 @@ func (c *Config) validate() error {
 		}
 		if (s.Executor == "mcp") != (s.Tool != "") {
 			bad(key+".tool", "an mcp skill names exactly one tool (server__tool); other skills name none")
+		}
+		if (s.Executor == "delegate") != (s.Delegate != nil) {
+			bad(key+".delegate", "a delegate skill has a delegate section (skill, contract); other skills have none")
+		} else if s.Delegate != nil && (s.Delegate.Skill == "" || s.Delegate.Contract == "") {
+			bad(key+".delegate", "skill and contract are required")
 		}
 	}
 	for i, p := range c.Peers {

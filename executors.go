@@ -23,7 +23,7 @@ type skillRouter struct {
 
 var _ a2asrv.AgentExecutor = (*skillRouter)(nil)
 
-func newSkillRouter(c *Config, t *tools) *skillRouter {
+func newSkillRouter(c *Config, t *tools, d *delegating) *skillRouter {
 	r := &skillRouter{bySkill: make(map[string]a2asrv.AgentExecutor)}
 	all := c.Skills
 	if c.ExtendedCard != nil {
@@ -36,6 +36,8 @@ func newSkillRouter(c *Config, t *tools) *skillRouter {
 			x = tck.New()
 		case "mcp":
 			x = newToolSkill(s.Tool, t.pipeline, t.manager)
+		case "delegate":
+			x = &delegateSkill{id: s.ID, cfg: s.Delegate, d: d}
 		}
 		r.bySkill[s.ID] = x
 		if r.first == "" {

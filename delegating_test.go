@@ -1,0 +1,95 @@
+package handoff
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeContract writes an acceptance contract for skill with condition.
+func writeContract(t *testing.T, dir, skill, require, condition string) string {
+	t.Helper()
+	path := filepath.Join(dir, skill+".yaml")
+	body := fmt.Sprintf(`skill: %s
+version: "1"
+artifacts:
+  notes__stats:
+    type: object
+    required: [notes, bytes]
+commit_requires:
+  - {artifact: notes__stats, pointer: %s}
+verifiers:
+  - name: same-count
+    tool: notes__stats
+    arguments: {}
+    condition: %q
+`, skill, require, condition)
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func startFromYAML(t *testing.T, name, yaml string) string {
+	t.Helper()
+	c, err := ParseConfig(name, strings.NewReader(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DataDir = t.TempDir()
+	return startAgent(t, c)
+}
+
+// TestDelegationThroughTheGate: a front agent delegates to a verified peer
+// and commits only what its acceptance gate accepts: an honest completion
+// commits; one its own verifier contradicts is rejected; one without the
+// evidence its contract requires stays unknown.
+func TestDelegationThroughTheGate(t *testing.T) {
+	bin := buildMCPServer(t)
+	common := fmt.Sprintf(`auth: {anonymous: true}
+log: {level: error}
+limits: {shutdown_grace: 1s}
+mcp_servers: [{name: notes, command: %q}]
+tool_contracts: [{tool: notes__stats, effect: read, risk: low, approval: none}]
+`, bin)
+	peer := startFromYAML(t, "peer.yaml", "name: Peer\ndescription: counts notes\n"+common+
+		"skills: [{id: notes-stats, name: Stats, executor: mcp, tool: notes__stats}]\n")
+	dir := t.TempDir()
+	front := startFromYAML(t, "front.yaml", "name: Front\ndescription: delegates\n"+common+fmt.Sprintf(`peers: [{name: peer, url: %q, trust: {jku_prefixes: [%q]}}]
+skills:
+  - {id: honest, name: H, executor: delegate, delegate: {skill: notes-stats, contract: %q}}
+  - {id: contradicted, name: C, executor: delegate, delegate: {skill: notes-stats, contract: %q}}
+  - {id: no-evidence, name: N, executor: delegate, delegate: {skill: notes-stats, contract: %q}}
+`, peer, peer+"/.well-known/",
+		writeContract(t, dir, "honest", "/notes", "result.notes == evidence.notes__stats.notes"),
+		writeContract(t, dir, "contradicted", "/notes", "result.notes == evidence.notes__stats.notes + 1.0"),
+		writeContract(t, dir, "no-evidence", "/receipt", "true")))
+
+	for _, tc := range []struct{ skill, state, text string }{
+		{"honest", "TASK_STATE_COMPLETED", "Committed"},
+		{"contradicted", "TASK_STATE_FAILED", "rejected"},
+		{"no-evidence", "TASK_STATE_FAILED", "unknown"},
+	} {
+		t.Run(tc.skill, func(t *testing.T) {
+			_, out := call(t, front, "", "", "SendMessage", fmt.Sprintf(
+				`{"message":{"messageId":"m-%s","role":"ROLE_USER","metadata":{"handoff/skill":%q},"parts":[{"data":{}}]}}`, tc.skill, tc.skill))
+			task := resultTask(t, out)
+			b := fmt.Sprint(task["status"])
+			if state(task) != tc.state || !strings.Contains(b, tc.text) {
+				t.Fatalf("%s: %s %s", tc.skill, state(task), b)
+			}
+			if tc.state == "TASK_STATE_COMPLETED" && task["artifacts"] == nil {
+				t.Fatalf("committed without the peer's artifact: %v", task)
+			}
+		})
+	}
+
+	// The peer refuses an envelope whose provenance already holds it (a cycle).
+	_, out := call(t, peer, "", "", "SendMessage", `{"message":{"messageId":"cyc","role":"ROLE_USER","parts":[{"data":{}}],
+		"metadata":{"https://github.com/handoff-a2a/handoff/ext/delegation/v1":{"actor":"x","hops":1,"provenance":[{"agent":"Peer"}]}}}}`)
+	if errorCode(out) != -32602 || !strings.Contains(fmt.Sprint(out), "cycle") {
+		t.Fatalf("cycle: %v", out)
+	}
+}
