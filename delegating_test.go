@@ -5,7 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/handoff-a2a/handoff/acceptance"
 )
 
 // writeContract writes an acceptance contract for skill with condition.
@@ -39,7 +42,21 @@ func startFromYAML(t *testing.T, name, yaml string) string {
 		t.Fatal(err)
 	}
 	c.DataDir = t.TempDir()
-	return startAgent(t, c)
+	url := startAgent(t, c)
+	dataDirs.Store(url, c.DataDir)
+	return url
+}
+
+// dataDirs maps an agent's URL to its data directory, for tests that read
+// its files once it stopped.
+var dataDirs sync.Map
+
+func frontDir(t *testing.T, url string) string {
+	d, ok := dataDirs.Load(url)
+	if !ok {
+		t.Fatalf("no data directory for %s", url)
+	}
+	return d.(string)
 }
 
 // TestDelegationThroughTheGate: a front agent delegates to a verified peer
@@ -84,6 +101,18 @@ skills:
 				t.Fatalf("committed without the peer's artifact: %v", task)
 			}
 		})
+	}
+
+	// Only the honest completion reached the ledger.
+	stopAgent(t, front)
+	l, err := acceptance.OpenBoltLedger(filepath.Join(frontDir(t, front), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	entries, err := l.List(t.Context(), 0)
+	if err != nil || len(entries) != 1 || entries[0].Skill != "honest" {
+		t.Fatalf("ledger: %v %v", entries, err)
 	}
 
 	// The peer refuses an envelope whose provenance already holds it (a cycle).
