@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) tasks.Store) {
 		{"Append/OtherOwner", testAppendOtherOwner},
 		{"Append/NoTaskID", testAppendNoID},
 		{"Get/NotFound", testGetNotFound},
+		{"OwnerOf", testOwnerOf},
 		{"Events", testEvents},
 		{"List/NewestFirst", testListOrder},
 		{"List/Pages", testListPages},
@@ -235,6 +236,16 @@ func testGetNotFound(t *testing.T, s tasks.Store) {
 		_, err := s.Get(t.Context(), c.owner, c.id)
 		wantErr(t, name, err, tasks.ErrNotFound)
 	}
+}
+
+func testOwnerOf(t *testing.T, s tasks.Store) {
+	create(t, s, aliceOther, "t1", "c1", a2a.TaskStateInputRequired, base)
+	got, err := s.OwnerOf(t.Context(), "t1")
+	if err != nil || got != aliceOther {
+		t.Fatalf("OwnerOf: %+v %v, want %+v", got, err, aliceOther)
+	}
+	_, err = s.OwnerOf(t.Context(), "nope")
+	wantErr(t, "OwnerOf missing", err, tasks.ErrNotFound)
 }
 
 func testEvents(t *testing.T, s tasks.Store) {
