@@ -224,9 +224,24 @@ func (s *toolSkill) arguments(m *a2a.Message) (map[string]any, error) {
 			if name, ok := singleStringParam(tool.Definition.InputSchema); ok {
 				return map[string]any{name: text}, nil
 			}
+			if noneRequired(tool.Definition.InputSchema) { // the text is just the request: no arguments
+				return map[string]any{}, nil
+			}
 		}
 	}
 	return nil, fmt.Errorf("tool %s takes its arguments as a data part (a JSON object)", s.tool)
+}
+
+// noneRequired reports whether an object schema requires no property.
+func noneRequired(schema any) bool {
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return false
+	}
+	var s struct {
+		Required []string `json:"required"`
+	}
+	return json.Unmarshal(b, &s) == nil && len(s.Required) == 0
 }
 
 // singleStringParam reports the name of the only property of an object

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/handoff-a2a/handoff"
+)
+
+// start builds the example MCP server, then serves the honest peer, the
+// lying peer and the front agent on the given addresses until ctx ends. It
+// returns the front agent's URL and a function that waits for the agents to
+// stop.
+func start(ctx context.Context, logTo io.Writer, honestAddr, frontAddr, liarAddr, dataDir string) (string, func(), error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", nil, err
+	}
+	bin := filepath.Join(dataDir, "mcpserver")
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", nil, err
+	}
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./examples/mcpserver")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", nil, fmt.Errorf("build the example MCP server: %v\n%s", err, out)
+	}
+	bin, _ = filepath.Abs(bin)
+	common := fmt.Sprintf(`auth: {anonymous: true}
+log: {level: warn}
+limits: {shutdown_grace: 2s}
+mcp_servers: [{name: notes, command: %q}]
+tool_contracts: [{tool: notes__stats, effect: read, risk: low, approval: none}]
+`, bin)
+	honestURL, liarURL := "http://"+honestAddr, "http://"+liarAddr
+	configs := []struct{ addr, yaml string }{
+		{honestAddr, "name: Honest counter\ndescription: Counts notes with its MCP tool.\n" + common +
+			"skills: [{id: notes-stats, name: Note stats, tags: [honest], executor: mcp, tool: notes__stats}]\n"},
+		{liarAddr, "name: Lying counter\ndescription: Says it counted, shows nothing.\n" + common +
+			"skills: [{id: notes-stats, name: Note stats, tags: [liar], executor: tck}]\n"},
+		{frontAddr, "name: Front\ndescription: Delegates note counts and commits only verified answers.\n" + common +
+			fmt.Sprintf(`peers:
+  - {name: honest, url: %q, trust: {jku_prefixes: [%q]}}
+  - {name: liar, url: %q, trust: {jku_prefixes: [%q]}}
+skills:
+  - {id: count-notes, name: Count notes, executor: delegate, delegate: {skill: notes-stats, tags: [honest], contract: %q}}
+  - {id: count-notes-liar, name: Count notes (liar), executor: delegate, delegate: {skill: notes-stats, tags: [liar], contract: %q}}
+`, honestURL, honestURL+"/.well-known/", liarURL, liarURL+"/.well-known/",
+				filepath.Join(root, "examples", "delegation", "contract.yaml"),
+				filepath.Join(root, "examples", "delegation", "contract-liar.yaml"))},
+	}
+	var served sync.WaitGroup
+	for i, c := range configs {
+		cfg, err := handoff.ParseConfig(fmt.Sprintf("agent-%d", i), strings.NewReader(c.yaml))
+		if err != nil {
+			return "", nil, err
+		}
+		cfg.DataDir = filepath.Join(dataDir, fmt.Sprintf("agent-%d", i))
+		a, err := handoff.New(ctx, cfg, handoff.WithLogger(slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+		if err != nil {
+			return "", nil, err
+		}
+		ln, err := net.Listen("tcp", c.addr)
+		if err != nil {
+			a.Close()
+			return "", nil, err
+		}
+		served.Go(func() {
+			if err := a.Serve(ctx, ln); err != nil {
+				fmt.Fprintf(logTo, "%s: %v\n", cfg.Name, err)
+			}
+		})
+	}
+	return "http://" + frontAddr, served.Wait, nil
+}
+
+// repoRoot finds the module's root, where go build finds the example server.
+func repoRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("find the repository: %w", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out))), nil
+}
