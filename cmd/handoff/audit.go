@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"path/filepath"
 	"text/tabwriter"
@@ -59,39 +58,14 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func remoteAudit(ctx context.Context, raw, task string, o *outputFlags) ([]mcp.AuditRecord, error) {
-	base, err := parseAgentURL(raw)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := withTimeout(ctx, o.timeout)
-	defer cancel()
-	u := base.JoinPath("/a2a/audit")
+	var q url.Values
 	if task != "" {
-		u.RawQuery = url.Values{"task": {task}}.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-	if o.token != "" {
-		req.Header.Set("Authorization", "Bearer "+o.token)
-	}
-	if o.apiKey != "" {
-		req.Header.Set("X-API-Key", o.apiKey)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("audit: HTTP %s: %s", resp.Status, b)
+		q = url.Values{"task": {task}}
 	}
 	var body struct {
 		Records []mcp.AuditRecord `json:"records"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+	if err := getAgentJSON(ctx, raw, "/a2a/audit", q, o, &body); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
 	return body.Records, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"time"
 
@@ -65,15 +66,29 @@ func localPushStatus(ctx context.Context, dir string) ([]push.Status, error) {
 
 // remotePushStatus asks a running agent for the caller's own push configs.
 func remotePushStatus(ctx context.Context, raw string, o *outputFlags) ([]push.Status, error) {
+	var body struct {
+		Configs []push.Status `json:"configs"`
+	}
+	if err := getAgentJSON(ctx, raw, "/a2a/push/status", nil, o, &body); err != nil {
+		return nil, fmt.Errorf("push status: %w", err)
+	}
+	return body.Configs, nil
+}
+
+// getAgentJSON GETs one of the agent's own JSON endpoints with the
+// caller's credentials and decodes the answer into out.
+func getAgentJSON(ctx context.Context, raw, path string, query url.Values, o *outputFlags, out any) error {
 	base, err := parseAgentURL(raw)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ctx, cancel := withTimeout(ctx, o.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.JoinPath("/a2a/push/status").String(), nil)
+	u := base.JoinPath(path)
+	u.RawQuery = query.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if o.token != "" {
 		req.Header.Set("Authorization", "Bearer "+o.token)
@@ -83,18 +98,12 @@ func remotePushStatus(ctx context.Context, raw string, o *outputFlags) ([]push.S
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("push status: %w", err)
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("push status: HTTP %s: %s", resp.Status, b)
+		return fmt.Errorf("HTTP %s: %s", resp.Status, b)
 	}
-	var body struct {
-		Configs []push.Status `json:"configs"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, fmt.Errorf("push status: %w", err)
-	}
-	return body.Configs, nil
+	return json.NewDecoder(resp.Body).Decode(out)
 }
