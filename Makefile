@@ -24,6 +24,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzEnvelope$$' -fuzztime $(FUZZTIME) ./delegation
 	go test -run '^$$' -fuzz '^FuzzParseContract$$' -fuzztime $(FUZZTIME) ./acceptance
 	go test -run '^$$' -fuzz '^FuzzCondition$$' -fuzztime $(FUZZTIME) ./acceptance
+	go test -run '^$$' -fuzz '^FuzzAssembler$$' -fuzztime $(FUZZTIME) ./artifacts
 
 build:
 	go build -o bin/handoff ./cmd/handoff

@@ -1,0 +1,79 @@
+package artifacts_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/handoff-a2a/handoff/artifacts"
+)
+
+func sample() *a2a.Artifact {
+	return &a2a.Artifact{
+		ID:   "a1",
+		Name: "receipt",
+		Parts: a2a.ContentParts{
+			a2a.NewTextPart("refund <ok> & done"),
+			a2a.NewRawPart([]byte{0, 1, 2, 0xff}),
+			a2a.NewDataPart(map[string]any{"zeta": 1, "alpha": []any{1.5, "x", true, nil}, "big": 1e21}),
+			a2a.NewFileURLPart("https://example.com/r.pdf", "application/pdf"),
+			{Content: a2a.Text("with metadata"), Metadata: map[string]any{"b": 2, "a": "1"}},
+		},
+	}
+}
+
+func TestDigestStableAcrossJSONRoundTrip(t *testing.T) {
+	a := sample()
+	want, err := artifacts.Digest(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(want, "sha256:") || len(want) != len("sha256:")+64 {
+		t.Fatalf("digest %q: want sha256:<64 hex>", want)
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back a2a.Artifact
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	got, err := artifacts.Digest(&back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("digest after round trip = %s, want %s", got, want)
+	}
+}
+
+func TestDigestNamesContentOnly(t *testing.T) {
+	a, b := sample(), sample()
+	b.ID, b.Name = "other", "other"
+	da, _ := artifacts.Digest(a)
+	db, _ := artifacts.Digest(b)
+	if da != db {
+		t.Errorf("same parts, different id and name: %s != %s", da, db)
+	}
+	b.Parts[0] = a2a.NewTextPart("refund <ok> & done!")
+	if db, _ = artifacts.Digest(b); da == db {
+		t.Errorf("different parts share digest %s", da)
+	}
+}
+
+func TestDigestInvalid(t *testing.T) {
+	for name, a := range map[string]*a2a.Artifact{
+		"nil":      nil,
+		"no parts": {ID: "a1"},
+		"nil raw":  {ID: "a1", Parts: a2a.ContentParts{a2a.NewRawPart(nil)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := artifacts.Digest(a); !errors.Is(err, artifacts.ErrInvalidArtifact) {
+				t.Fatalf("err = %v, want ErrInvalidArtifact", err)
+			}
+		})
+	}
+}
