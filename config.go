@@ -287,6 +287,9 @@ type DelegateConfig struct {
 	Timeout *Duration `yaml:"timeout"`
 	// Scopes are asked of the peer in the envelope.
 	Scopes []string `yaml:"scopes"`
+	// Reverify bounds how often an `unknown` decision is re-checked (with
+	// backoff: 1s, 2s, 4s…) before it settles. Default 2; 0 settles at once.
+	Reverify *int `yaml:"reverify"`
 }
 
 // DelegationConfig is how this agent receives delegated tasks.

@@ -157,10 +157,34 @@ func (s *delegateSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext)
 			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The delegation failed: "+err.Error())), nil)
 			return
 		}
-		decision, err := s.d.gate.Decide(ctx, s.id, acceptance.Completion{DelegationID: string(ec.TaskID), RemoteState: final.Status.State, Artifacts: final.Artifacts})
-		if err != nil {
-			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The acceptance gate could not decide: "+err.Error())), nil)
-			return
+		reverify := 2
+		if s.cfg.Reverify != nil {
+			reverify = *s.cfg.Reverify
+		}
+		var decision acceptance.Decision
+		for attempt := 0; ; attempt++ {
+			decision, err = s.d.gate.Decide(ctx, s.id, acceptance.Completion{DelegationID: string(ec.TaskID),
+				RemoteState: final.Status.State, Artifacts: final.Artifacts, Attempt: attempt})
+			if err != nil {
+				yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The acceptance gate could not decide: "+err.Error())), nil)
+				return
+			}
+			if decision.Outcome != acceptance.Unknown || decision.Settle || attempt >= reverify {
+				break
+			}
+			// Unknown may be a verifier that could not answer: ask again later, within the bound.
+			wait := acceptance.Backoff(attempt + 1)
+			if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, agentText(ec,
+				fmt.Sprintf("Acceptance unknown (%s); checking again in %s.", reasons(decision), wait))), nil) {
+				return
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
 		}
 		if decision.Outcome != acceptance.Committed {
 			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec,

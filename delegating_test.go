@@ -78,7 +78,7 @@ tool_contracts: [{tool: notes__stats, effect: read, risk: low, approval: none}]
 skills:
   - {id: honest, name: H, executor: delegate, delegate: {skill: notes-stats, contract: %q}}
   - {id: contradicted, name: C, executor: delegate, delegate: {skill: notes-stats, contract: %q}}
-  - {id: no-evidence, name: N, executor: delegate, delegate: {skill: notes-stats, contract: %q}}
+  - {id: no-evidence, name: N, executor: delegate, delegate: {skill: notes-stats, contract: %q, reverify: 1}}
 `, peer, peer+"/.well-known/",
 		writeContract(t, dir, "honest", "/notes", "result.notes == evidence.notes__stats.notes"),
 		writeContract(t, dir, "contradicted", "/notes", "result.notes == evidence.notes__stats.notes + 1.0"),
@@ -99,6 +99,10 @@ skills:
 			}
 			if tc.state == "TASK_STATE_COMPLETED" && task["artifacts"] == nil {
 				t.Fatalf("committed without the peer's artifact: %v", task)
+			}
+			// unknown is checked again (reverify: 1) before it settles.
+			if rechecked := strings.Contains(fmt.Sprint(task["history"]), "checking again"); rechecked != (tc.skill == "no-evidence") {
+				t.Fatalf("%s: re-verification in history = %v: %v", tc.skill, rechecked, task["history"])
 			}
 		})
 	}
