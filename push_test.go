@@ -142,14 +142,28 @@ func TestPushDeadLettersAndDoesNotSlowTheTask(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("the task took %s with a dead webhook", took)
 	}
+	// Another task's webhook is served while the dead one is still being retried.
+	healthy := newReceiver(t, url, 0)
+	if status, out := call(t, url, "", "", "SendMessage", fmt.Sprintf(`{"message":{"messageId":"tck-complete-task-2","role":"ROLE_USER","parts":[{"text":"hi"}]},
+		"configuration":{"taskPushNotificationConfig":{"url":%q,"token":"tok-123456789"}}}`, healthy.srv.URL+"/hook")); status != http.StatusOK || out["result"] == nil {
+		t.Fatalf("send: %d %v", status, out)
+	}
+	healthy.wait(t, 2)
+	for _, st := range pushStatuses(t, url) {
+		if st.URL == dead.URL+"/hook" && len(st.Dead) > 0 {
+			t.Fatal("the healthy webhook waited for the dead one to be given up")
+		}
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		st := pushStatuses(t, url)
-		if len(st) == 1 && len(st[0].Dead) > 0 {
-			if st[0].Dead[0].Attempts != 2 {
-				t.Fatalf("dead after %d attempts, want 2", st[0].Dead[0].Attempts)
+		for _, s := range st {
+			if s.URL == dead.URL+"/hook" && len(s.Dead) > 0 {
+				if s.Dead[0].Attempts != 2 {
+					t.Fatalf("dead after %d attempts, want 2", s.Dead[0].Attempts)
+				}
+				return
 			}
-			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no dead letter: %+v", st)
@@ -185,4 +199,37 @@ func pushStatuses(t *testing.T, url string) []push.Status {
 		t.Fatalf("push status: %s", b)
 	}
 	return body.Configs
+}
+
+// TestPushConfigMethods03 drives the 0.3 push-config methods (no A2A-Version
+// header) against the same store: set, get, list, delete.
+func TestPushConfigMethods03(t *testing.T) {
+	url := startAgent(t, pushConfig(t, ""))
+	_, out := postJSONRPC(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"messageId":"m03","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`)
+	task, _ := out["result"].(map[string]any)
+	id, _ := task["id"].(string)
+	if id == "" {
+		t.Fatalf("0.3 send: %v", out)
+	}
+	rpc := func(method, params string) map[string]any {
+		_, out := postJSONRPC(t, url, "", fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":%q,"params":%s}`, method, params))
+		return out
+	}
+	set := rpc("tasks/pushNotificationConfig/set", fmt.Sprintf(`{"taskId":%q,"pushNotificationConfig":{"id":"w1","url":"http://127.0.0.1:9/hook","token":"a-long-secret-token"}}`, id))
+	if set["result"] == nil || strings.Contains(fmt.Sprint(set), "a-long-secret-token") {
+		t.Fatalf("set: %v", set)
+	}
+	get := rpc("tasks/pushNotificationConfig/get", fmt.Sprintf(`{"id":%q,"pushNotificationConfigId":"w1"}`, id))
+	if !strings.Contains(fmt.Sprint(get["result"]), "http://127.0.0.1:9/hook") || strings.Contains(fmt.Sprint(get), "a-long-secret-token") {
+		t.Fatalf("get: %v", get)
+	}
+	if list := rpc("tasks/pushNotificationConfig/list", fmt.Sprintf(`{"id":%q}`, id)); !strings.Contains(fmt.Sprint(list["result"]), "w1") {
+		t.Fatalf("list: %v", list)
+	}
+	if del := rpc("tasks/pushNotificationConfig/delete", fmt.Sprintf(`{"id":%q,"pushNotificationConfigId":"w1"}`, id)); del["error"] != nil {
+		t.Fatalf("delete: %v", del)
+	}
+	if get := rpc("tasks/pushNotificationConfig/get", fmt.Sprintf(`{"id":%q,"pushNotificationConfigId":"w1"}`, id)); errorCode(get) != -32001 {
+		t.Fatalf("get after delete: %v", get)
+	}
 }

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"iter"
@@ -701,14 +702,38 @@ func (e *Engine) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPushC
 	if req == nil || req.TaskID == "" {
 		return nil, a2a.NewError(a2a.ErrInvalidParams, "taskId is required")
 	}
+	if req.PageSize < 0 || req.PageSize > MaxPageSize {
+		return nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("pageSize must be between 1 and %d", MaxPageSize))
+	}
+	size := req.PageSize
+	if size == 0 {
+		size = DefaultPageSize
+	}
+	var after string // the id of the last config of the previous page
+	if req.PageToken != "" {
+		b, err := base64.RawURLEncoding.DecodeString(req.PageToken)
+		if err != nil || len(b) == 0 {
+			return nil, a2a.NewError(a2a.ErrInvalidParams, "pageToken was not issued by this agent")
+		}
+		after = string(b)
+	}
 	cs, err := e.store.ListPushConfigs(ctx, ownerFrom(ctx, req.Tenant), req.TaskID)
 	if err != nil {
 		return nil, e.publicError(ctx, "list push configs", req.TaskID, err)
 	}
-	for i, c := range cs {
-		cs[i] = redacted(c)
+	// The store lists a task's (few) configs ordered by id: a page starts after the token's id.
+	page := &a2a.ListTaskPushConfigResponse{Configs: []*a2a.PushConfig{}}
+	for _, c := range cs {
+		if after != "" && c.ID <= after {
+			continue
+		}
+		if len(page.Configs) == size {
+			page.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(page.Configs[size-1].ID))
+			break
+		}
+		page.Configs = append(page.Configs, redacted(c))
 	}
-	return &a2a.ListTaskPushConfigResponse{Configs: cs}, nil
+	return page, nil
 }
 
 // DeleteTaskPushConfig implements [a2asrv.RequestHandler].

@@ -417,6 +417,25 @@ func TestPushConfigs(t *testing.T) {
 	if _, err := e.CreateTaskPushConfig(t.Context(), &a2a.PushConfig{TaskID: id, URL: "https://evil.example/"}); !errors.Is(err, a2a.ErrInvalidParams) || !strings.Contains(err.Error(), "evil host") {
 		t.Fatalf("refused target: %v", err)
 	}
+	// Paged: one config a page, in id order, the token leading to the next.
+	var paged []string
+	token := ""
+	for {
+		page, err := e.ListTaskPushConfigs(t.Context(), &a2a.ListTaskPushConfigRequest{TaskID: id, PageSize: 1, PageToken: token})
+		if err != nil || len(page.Configs) != 1 {
+			t.Fatalf("page: %+v %v", page, err)
+		}
+		paged = append(paged, page.Configs[0].ID)
+		if token = page.NextPageToken; token == "" {
+			break
+		}
+	}
+	if len(paged) != 2 || paged[0] >= paged[1] {
+		t.Fatalf("pages: %v", paged)
+	}
+	if _, err := e.ListTaskPushConfigs(t.Context(), &a2a.ListTaskPushConfigRequest{TaskID: id, PageToken: "!"}); !errors.Is(err, a2a.ErrInvalidParams) {
+		t.Fatalf("bad token: %v", err)
+	}
 	got, err := e.GetTaskPushConfig(t.Context(), &a2a.GetTaskPushConfigRequest{TaskID: id, ID: "b"})
 	if err != nil || got.URL != "https://hooks.example/2" {
 		t.Fatalf("get: %+v %v", got, err)
