@@ -357,10 +357,51 @@ func ParseConfig(name string, r io.Reader) (*Config, error) {
 	}
 	c.path = name
 	c.applyDefaults()
-	if err := c.validate(); err != nil {
+	var doc yaml.Node // the same document, for the lines of keys a check refuses
+	_ = yaml.Unmarshal(data, &doc)
+	if err := c.validate(&doc); err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// lineOf returns the line of the key at path ("skills[1].executor") in doc,
+// or of the nearest enclosing key the file has (a missing required key is
+// reported where its parent is); 0 when the document has none of it.
+func lineOf(doc *yaml.Node, path string) int {
+	n := doc
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := 0
+	for _, part := range strings.Split(path, ".") {
+		name, index, hasIndex := part, 0, false
+		if i := strings.IndexByte(part, '['); i >= 0 && strings.HasSuffix(part, "]") {
+			if _, err := fmt.Sscanf(part[i:], "[%d]", &index); err == nil {
+				name, hasIndex = part[:i], true
+			}
+		}
+		next := (*yaml.Node)(nil)
+		if n.Kind == yaml.MappingNode {
+			for k := 0; k+1 < len(n.Content); k += 2 {
+				if n.Content[k].Value == name {
+					line, next = n.Content[k].Line, n.Content[k+1]
+				}
+			}
+		}
+		if next == nil {
+			return line
+		}
+		if hasIndex {
+			if next.Kind != yaml.SequenceNode || index >= len(next.Content) {
+				return line
+			}
+			next = next.Content[index]
+			line = next.Line
+		}
+		n = next
+	}
+	return line
 }
 
 func (c *Config) applyDefaults() {
@@ -435,10 +476,14 @@ func (c *Config) applyDefaults() {
 // executors are the built-in executor kinds a skill may name.
 var executorKinds = []string{"tck", "mcp", "delegate"}
 
-func (c *Config) validate() error {
+func (c *Config) validate(doc *yaml.Node) error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s: %s", c.path, key, fmt.Sprintf(format, args...)))
+		where := c.path
+		if line := lineOf(doc, key); line > 0 {
+			where = fmt.Sprintf("%s:%d", c.path, line)
+		}
+		errs = append(errs, fmt.Errorf("%s: %s: %s", where, key, fmt.Sprintf(format, args...)))
 	}
 	if c.Name == "" {
 		bad("name", "is required")
