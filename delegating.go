@@ -76,7 +76,7 @@ type verifierTools struct {
 
 func (v verifierTools) RunTool(ctx context.Context, tool string, args map[string]any) (any, error) {
 	prop := mcp.Proposal{TaskID: "acceptance-gate", Principal: "handoff:gate", Tool: tool, Arguments: args}
-	if snap := v.m.Snapshot(); snap != nil {
+	if snap := waitForTool(ctx, v.m, tool); snap != nil {
 		prop.SnapshotVersion = snap.Version
 	}
 	res := v.p.Run(ctx, prop, nil)

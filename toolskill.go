@@ -54,7 +54,7 @@ func (s *toolSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) ite
 				yield(nil, a2a.NewError(a2a.ErrInvalidParams, err.Error()))
 				return
 			}
-			snap := s.waitForTool(ctx)
+			snap := waitForTool(ctx, s.manager, s.tool)
 			prop = mcp.Proposal{TaskID: string(ec.TaskID), Principal: principalOf(ec), Tool: s.tool, Arguments: args}
 			if snap != nil {
 				prop.SnapshotVersion = snap.Version
@@ -174,17 +174,17 @@ func (s *toolSkill) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.S
 	}
 }
 
-// waitForTool returns the catalog once it holds the skill's tool, waiting a
-// little while the servers are still connecting (just after the agent
-// started); after that the pipeline answers unavailable_tool.
-func (s *toolSkill) waitForTool(ctx context.Context) *mcp.Snapshot {
+// waitForTool returns the catalog once it holds the tool, waiting a little
+// while the servers are still connecting (just after the agent started);
+// after that the pipeline answers unavailable_tool.
+func waitForTool(ctx context.Context, m *mcp.Manager, tool string) *mcp.Snapshot {
 	deadline := time.NewTimer(toolWait)
 	defer deadline.Stop()
 	for {
-		updated := s.manager.Updated()
-		snap := s.manager.Snapshot()
+		updated := m.Updated()
+		snap := m.Snapshot()
 		if snap != nil {
-			if _, ok := snap.Tool(s.tool); ok {
+			if _, ok := snap.Tool(tool); ok {
 				return snap
 			}
 		}
