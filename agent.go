@@ -180,6 +180,11 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 				d.Notify(id)
 			}
 		}),
+		tasks.WithPushConfigHook(func(id a2a.TaskID) {
+			if d := a.dispatcher.Load(); d != nil {
+				d.Watch(id)
+			}
+		}),
 		tasks.WithMaxConcurrent(cfg.Limits.MaxConcurrentTasks),
 		tasks.WithIdleTimeout(cfg.Limits.ExecutorIdleTimeout.Duration),
 		tasks.WithLogger(o.logger),

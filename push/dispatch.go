@@ -78,6 +78,9 @@ type Dispatcher struct {
 	mu      sync.Mutex
 	ctx     context.Context // set by Run
 	workers map[string]*worker
+	// watched are the tasks that have push configs: Notify ignores every
+	// other task without touching the store, as most tasks have none.
+	watched map[a2a.TaskID]struct{}
 	wg      sync.WaitGroup
 }
 
@@ -101,7 +104,7 @@ func NewDispatcher(store deliveryStore, signer *Signer, client *http.Client, opt
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Dispatcher{store: store, signer: signer, client: client, cfg: cfg, workers: map[string]*worker{}}
+	return &Dispatcher{store: store, signer: signer, client: client, cfg: cfg, workers: map[string]*worker{}, watched: map[a2a.TaskID]struct{}{}}
 }
 
 // Run delivers until ctx ends: first whatever was left pending by a previous
@@ -115,6 +118,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		return fmt.Errorf("push: resume deliveries: %w", err)
 	}
 	for _, pd := range all {
+		d.Watch(pd.Config.TaskID)
 		d.nudge(pd.Config.TaskID, pd.Config.ID)
 	}
 	<-ctx.Done()
@@ -122,12 +126,22 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// Notify tells the dispatcher that task has new events. It does not block.
+// Watch tells the dispatcher that task has a push config (one was just
+// stored): from now on its events are delivered.
+func (d *Dispatcher) Watch(task a2a.TaskID) {
+	d.mu.Lock()
+	d.watched[task] = struct{}{}
+	d.mu.Unlock()
+}
+
+// Notify tells the dispatcher that task has new events. It does not block,
+// and costs nothing for a task that has no push config.
 func (d *Dispatcher) Notify(task a2a.TaskID) {
 	d.mu.Lock()
 	ctx := d.ctx
+	_, watched := d.watched[task]
 	d.mu.Unlock()
-	if ctx == nil || ctx.Err() != nil {
+	if !watched || ctx == nil || ctx.Err() != nil {
 		return // not running: Run's scan will find what is pending
 	}
 	go func() {
@@ -135,6 +149,11 @@ func (d *Dispatcher) Notify(task a2a.TaskID) {
 		if err != nil {
 			d.cfg.logger.Error("push: read configs", slog.String("task_id", string(task)), slog.Any("error", err))
 			return
+		}
+		if len(pds) == 0 { // its configs were deleted
+			d.mu.Lock()
+			delete(d.watched, task)
+			d.mu.Unlock()
 		}
 		for _, pd := range pds {
 			d.nudge(task, pd.Config.ID)

@@ -673,6 +673,9 @@ func (e *Engine) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig) 
 	if err := e.store.PutPushConfig(ctx, ownerFrom(ctx, req.Tenant), &c); err != nil {
 		return nil, e.publicError(ctx, "save push config", req.TaskID, err)
 	}
+	if f := e.cfg.onPushConfig; f != nil {
+		f(c.TaskID)
+	}
 	return redacted(&c), nil
 }
 

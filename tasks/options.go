@@ -23,6 +23,7 @@ type engineConfig struct {
 	logger        *slog.Logger
 	now           func() time.Time
 	onCommit      func(a2a.TaskID)
+	onPushConfig  func(a2a.TaskID)
 	mayApprove    func(context.Context) bool
 	checkPushURL  func(context.Context, string) error
 }
@@ -103,4 +104,11 @@ func WithPushURLCheck(f func(ctx context.Context, url string) error) Option {
 // visible to them. By default nobody may.
 func WithApprovers(isApprover func(ctx context.Context) bool) Option {
 	return optionFunc(func(cfg *engineConfig) { cfg.mayApprove = isApprover })
+}
+
+// WithPushConfigHook sets a function called after a push config of a task
+// was stored; push delivery uses it to start watching the task. It must not
+// block. By default nothing is called.
+func WithPushConfigHook(f func(a2a.TaskID)) Option {
+	return optionFunc(func(cfg *engineConfig) { cfg.onPushConfig = f })
 }

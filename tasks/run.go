@@ -105,6 +105,8 @@ func (r *run) writeLoop() {
 			}
 			if perr != nil {
 				r.e.cfg.logger.Error("store push config", slog.String("task_id", string(r.ec.TaskID)), slog.Any("error", perr))
+			} else if f := r.e.cfg.onPushConfig; f != nil {
+				f(r.ec.TaskID)
 			}
 		}
 		r.mu.Lock()
