@@ -345,16 +345,21 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (*run, 
 		<-e.slots
 		return nil, nil, a2a.NewError(a2a.ErrServerError, "the agent is shutting down; try again later")
 	}
-	started := false
-	defer func() {
+	var (
+		h       *hub
+		base    *Snapshot
+		refs    int // references to h this call holds
+		started bool
+	)
+	defer func() { // a refused message gives back everything it took
 		if !started {
+			for range refs {
+				e.release(msg.TaskID, h)
+			}
+			<-e.slots
 			e.endRun()
 		}
 	}()
-	var (
-		h    *hub
-		base *Snapshot
-	)
 	if msg.TaskID != "" {
 		var err error
 		h, base, err = e.acquire(ctx, owner, msg.TaskID)
@@ -371,17 +376,13 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (*run, 
 			}
 		}
 		if err != nil {
-			<-e.slots
 			return nil, nil, err
 		}
+		refs = 1
 		if msg.ContextID != "" && msg.ContextID != base.Task.ContextID {
-			e.release(msg.TaskID, h)
-			<-e.slots
 			return nil, nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("message.contextId %q does not match task %s", msg.ContextID, msg.TaskID))
 		}
 		if base.Task.Status.State.Terminal() {
-			e.release(msg.TaskID, h)
-			<-e.slots
 			return nil, nil, a2a.NewError(a2a.ErrUnsupportedOperation,
 				fmt.Sprintf("task %s is %s and takes no more messages", msg.TaskID, stateName(base.Task.Status.State)))
 		}
@@ -390,6 +391,7 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (*run, 
 		e.mu.Lock()
 		h.refs++ // the run's reference; the caller keeps the one acquire took
 		e.mu.Unlock()
+		refs = 2
 	} else {
 		msg.TaskID = a2a.NewTaskID()
 		if msg.ContextID == "" {
@@ -397,22 +399,21 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (*run, 
 		}
 		h = newHub(msg.TaskID, nil)
 		h.refs = 2 // the run's and the caller's
+		refs = 2
 		e.mu.Lock()
 		e.hubs[msg.TaskID] = h
 		e.mu.Unlock()
 	}
 	ec.Message, ec.TaskID, ec.ContextID = &msg, msg.TaskID, msg.ContextID
 
-	r := e.newRun(ctx, h, owner, ec, base, true)
 	h.mu.Lock()
 	if base != nil && (h.run != nil || !interrupted(h.snap.Task.Status.State)) {
 		state := h.snap.Task.Status.State
 		h.mu.Unlock()
-		e.release(msg.TaskID, h)
-		e.release(msg.TaskID, h)
-		<-e.slots
 		return nil, nil, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("task %s is %s; only a task waiting for input takes a new message", msg.TaskID, stateName(state)))
 	}
+	// Made only now: a run starts its writer, which a refused message must not leave behind.
+	r := e.newRun(ctx, h, owner, ec, base, true)
 	h.run = r
 	h.mu.Unlock()
 	if req.Config != nil && req.Config.PushConfig != nil {
