@@ -15,17 +15,6 @@ import (
 // its stream kept breaking and resubscribing did not help.
 var ErrNoFinalState = errors.New("the peer's task was not followed to its end")
 
-// A SenderOption configures a [Sender].
-type SenderOption func(*Sender)
-
-// WithSenderHTTPClient sets the HTTP client for peers; the default has no
-// overall timeout (streams are long) and relies on contexts.
-func WithSenderHTTPClient(c *http.Client) SenderOption { return func(s *Sender) { s.http = c } }
-
-// WithResubscribes bounds how often a broken stream is resubscribed. The
-// default is 5.
-func WithResubscribes(n int) SenderOption { return func(s *Sender) { s.resubscribes = n } }
-
 // Sender sends a delegated message to a verified peer and follows the
 // peer's task to its end: by stream, resubscribing when the stream breaks,
 // then one GetTask for the whole final task.
@@ -34,13 +23,11 @@ type Sender struct {
 	resubscribes int
 }
 
-// NewSender returns a Sender.
-func NewSender(opts ...SenderOption) *Sender {
-	s := &Sender{http: &http.Client{}, resubscribes: 5}
-	for _, o := range opts {
-		o(s)
-	}
-	return s
+// NewSender returns a Sender. Its HTTP client has no overall timeout
+// (streams are long: contexts bound every call), and it resubscribes a
+// broken stream up to 5 times.
+func NewSender() *Sender {
+	return &Sender{http: &http.Client{}, resubscribes: 5}
 }
 
 // extensionHeader activates the envelope extension on every request.

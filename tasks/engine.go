@@ -8,6 +8,7 @@ import (
 	"iter"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -82,7 +83,7 @@ func (e *Engine) recover(ctx context.Context) error {
 	for _, snap := range lost {
 		ev := a2a.NewStatusUpdateEvent(snap.Task, a2a.TaskStateFailed,
 			agentMessage(snap.Task, "The agent restarted while this task was running; its work was lost. Send the request again."))
-		next, err := apply(snap, ev, e.cfg.now())
+		next, err := apply(snap, ev, time.Now())
 		if err != nil {
 			return fmt.Errorf("recover task %s: %w", snap.Task.ID, err)
 		}

@@ -21,7 +21,6 @@ type engineConfig struct {
 	idleTimeout   time.Duration
 	extendedCard  func(context.Context) (*a2a.AgentCard, error)
 	logger        *slog.Logger
-	now           func() time.Time
 	onCommit      func(a2a.TaskID)
 	onPushConfig  func(a2a.TaskID)
 	mayApprove    func(context.Context) bool
@@ -34,7 +33,6 @@ func defaultConfig() engineConfig {
 		maxConcurrent: 256,
 		idleTimeout:   2 * time.Minute,
 		logger:        slog.Default(),
-		now:           time.Now,
 	}
 }
 
@@ -77,11 +75,6 @@ func WithLogger(l *slog.Logger) Option {
 			cfg.logger = l
 		}
 	})
-}
-
-// WithClock replaces time.Now, for tests.
-func WithClock(now func() time.Time) Option {
-	return optionFunc(func(cfg *engineConfig) { cfg.now = now })
 }
 
 // WithCommitHook sets a function called after each write of a task's events

@@ -274,7 +274,7 @@ func (r *run) emit(ev a2a.Event) bool {
 // start with the task itself, the submitted task is made first, in the same
 // write. It returns false when the event was refused.
 func (r *run) recordLocked(ev a2a.Event, msg *a2a.Message) bool {
-	now := r.e.cfg.now()
+	now := time.Now()
 	var evs []a2a.Event
 	next := r.cur
 	if next == nil {
