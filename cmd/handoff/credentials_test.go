@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/handoff-a2a/handoff"
@@ -15,13 +16,20 @@ import (
 // startHandoff serves a real Handoff agent that requires an API key.
 func startHandoff(t *testing.T, key string) string {
 	t.Helper()
-	yaml := fmt.Sprintf("name: A\ndescription: B\nlog: {level: error}\nlimits: {shutdown_grace: 1s}\n"+
-		"skills: [{id: s, name: S, executor: tck}]\nauth: {api_key_header: X-Agent-Key, api_keys: [{name: cli, sha256: %s}]}\n", auth.HashAPIKey(key))
+	url, _ := serveHandoff(t, t.TempDir(), fmt.Sprintf("name: A\ndescription: B\nlog: {level: error}\nlimits: {shutdown_grace: 1s}\n"+
+		"skills: [{id: s, name: S, executor: tck}]\nauth: {api_key_header: X-Agent-Key, api_keys: [{name: cli, sha256: %s}]}\n", auth.HashAPIKey(key)))
+	return url
+}
+
+// serveHandoff serves a real Handoff agent from yaml on a loopback port,
+// its data in dir, until the test ends or stop is called.
+func serveHandoff(t *testing.T, dir, yaml string) (url string, stop func()) {
+	t.Helper()
 	cfg, err := handoff.ParseConfig("cli.yaml", strings.NewReader(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.DataDir = t.TempDir()
+	cfg.DataDir = dir
 	a, err := handoff.New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -30,11 +38,20 @@ func startHandoff(t *testing.T, key string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(ctx, ln) }()
-	t.Cleanup(func() { stop(); <-done })
-	return "http://" + ln.Addr().String()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return "http://" + ln.Addr().String(), stop
 }
 
 func TestCredentialsFlags(t *testing.T) {

@@ -2,39 +2,20 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/handoff-a2a/handoff"
 	"github.com/handoff-a2a/handoff/push"
 )
 
 func TestPushStatus(t *testing.T) {
 	dir := t.TempDir()
-	cfg, err := handoff.ParseConfig("p.yaml", strings.NewReader("name: A\ndescription: B\nlog: {level: error}\n"+
+	url, stop := serveHandoff(t, dir, "name: A\ndescription: B\nlog: {level: error}\n"+
 		"limits: {shutdown_grace: 1s}\nauth: {anonymous: true}\ncapabilities: {push_notifications: true}\n"+
-		"push: {allow_hosts: [127.0.0.1], max_attempts: 1, timeout: 1s}\nskills: [{id: s, name: S, executor: tck}]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DataDir = dir
-	a, err := handoff.New(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Serve(ctx, ln) }()
-	url := "http://" + ln.Addr().String()
+		"push: {allow_hosts: [127.0.0.1], max_attempts: 1, timeout: 1s}\nskills: [{id: s, name: S, executor: tck}]\n")
 	// Port 9 on loopback refuses connections: the one attempt fails and is dead-lettered.
 	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"tck-complete-task-1","role":"ROLE_USER","parts":[{"text":"hi"}]},` +
 		`"configuration":{"taskPushNotificationConfig":{"url":"http://127.0.0.1:9/hook?secret=s3cret"}}}}`
@@ -65,9 +46,6 @@ func TestPushStatus(t *testing.T) {
 		t.Fatalf("statuses %+v", st)
 	}
 	stop()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
 	out.Reset()
 	if err := run(t.Context(), []string{"push", "status", "--data-dir", dir}, &out, &out); err != nil {
 		t.Fatal(err)
