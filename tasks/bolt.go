@@ -321,6 +321,27 @@ func (s *BoltStore) view(fn func(*bolt.Tx) error) error {
 
 // Get implements [Store].
 func (s *BoltStore) Get(_ context.Context, owner Owner, id a2a.TaskID) (*Snapshot, error) {
+	snap, err := s.load(id)
+	if err == nil && snap.Owner != owner {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get task %s: %w", id, err)
+	}
+	return snap, nil
+}
+
+// OwnerOf implements [Store].
+func (s *BoltStore) OwnerOf(_ context.Context, id a2a.TaskID) (Owner, error) {
+	snap, err := s.load(id)
+	if err != nil {
+		return Owner{}, fmt.Errorf("owner of task %s: %w", id, err)
+	}
+	return snap.Owner, nil
+}
+
+// load reads a task's snapshot whoever owns it.
+func (s *BoltStore) load(id a2a.TaskID) (*Snapshot, error) {
 	var snap *Snapshot
 	err := s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketTasks).Get([]byte(id))
@@ -331,34 +352,7 @@ func (s *BoltStore) Get(_ context.Context, owner Owner, id a2a.TaskID) (*Snapsho
 		snap, err = decodeTaskRecord(id, b)
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("get task %s: %w", id, err)
-	}
-	if snap.Owner != owner {
-		return nil, fmt.Errorf("get task %s: %w", id, ErrNotFound)
-	}
-	return snap, nil
-}
-
-// OwnerOf implements [Store].
-func (s *BoltStore) OwnerOf(_ context.Context, id a2a.TaskID) (Owner, error) {
-	var owner Owner
-	err := s.view(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketTasks).Get([]byte(id))
-		if b == nil {
-			return ErrNotFound
-		}
-		snap, err := decodeTaskRecord(id, b)
-		if err != nil {
-			return err
-		}
-		owner = snap.Owner
-		return nil
-	})
-	if err != nil {
-		return Owner{}, fmt.Errorf("owner of task %s: %w", id, err)
-	}
-	return owner, nil
+	return snap, err
 }
 
 // Events implements [Store].

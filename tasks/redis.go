@@ -379,41 +379,37 @@ func (s *RedisStore) Append(ctx context.Context, next *Snapshot, events []a2a.Ev
 
 // Get implements [Store].
 func (s *RedisStore) Get(ctx context.Context, owner Owner, id a2a.TaskID) (*Snapshot, error) {
-	c, cancel, err := s.start(ctx)
+	snap, err := s.load(ctx, id)
+	if err == nil && snap.Owner != owner {
+		err = ErrNotFound
+	}
 	if err != nil {
 		return nil, fmt.Errorf("get task %s: %w", id, err)
-	}
-	defer cancel()
-	b, err := s.rdb.HGet(c, s.taskKey(id), "record").Bytes()
-	if err != nil {
-		return nil, fmt.Errorf("get task %s: %w", id, s.fail(ctx, err))
-	}
-	snap, err := decodeTaskRecord(id, b)
-	if err != nil {
-		return nil, fmt.Errorf("get task %s: %w", id, err)
-	}
-	if snap.Owner != owner {
-		return nil, fmt.Errorf("get task %s: %w", id, ErrNotFound)
 	}
 	return snap, nil
 }
 
 // OwnerOf implements [Store].
 func (s *RedisStore) OwnerOf(ctx context.Context, id a2a.TaskID) (Owner, error) {
-	c, cancel, err := s.start(ctx)
-	if err != nil {
-		return Owner{}, fmt.Errorf("owner of task %s: %w", id, err)
-	}
-	defer cancel()
-	b, err := s.rdb.HGet(c, s.taskKey(id), "record").Bytes()
-	if err != nil {
-		return Owner{}, fmt.Errorf("owner of task %s: %w", id, s.fail(ctx, err))
-	}
-	snap, err := decodeTaskRecord(id, b)
+	snap, err := s.load(ctx, id)
 	if err != nil {
 		return Owner{}, fmt.Errorf("owner of task %s: %w", id, err)
 	}
 	return snap.Owner, nil
+}
+
+// load reads a task's snapshot whoever owns it.
+func (s *RedisStore) load(ctx context.Context, id a2a.TaskID) (*Snapshot, error) {
+	c, cancel, err := s.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	b, err := s.rdb.HGet(c, s.taskKey(id), "record").Bytes()
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return decodeTaskRecord(id, b)
 }
 
 // Events implements [Store]. The owner check and the range read travel in
