@@ -41,6 +41,10 @@ type Engine struct {
 
 	slots chan struct{} // one token per running execution
 
+	// keyed orders the creation of tasks from idempotency keys: a key's
+	// task is looked up and created under it.
+	keyed sync.Mutex
+
 	// life orders run starts against Shutdown: a run counted in active has
 	// started before closing was set, and Shutdown waits for all of them.
 	life    sync.Mutex
@@ -54,7 +58,8 @@ var _ a2asrv.RequestHandler = (*Engine)(nil)
 
 // NewEngine returns an engine that runs exec and keeps tasks in store. Tasks
 // the store holds as submitted or working were running when the process
-// stopped: NewEngine ends them failed, with a status message saying so.
+// stopped: NewEngine takes them up again when exec is a [Resumer] that can
+// resume them, and ends the others failed, with a status message saying so.
 func NewEngine(ctx context.Context, store Store, exec a2asrv.AgentExecutor, opts ...Option) (*Engine, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -74,13 +79,19 @@ func NewEngine(ctx context.Context, store Store, exec a2asrv.AgentExecutor, opts
 	return e, nil
 }
 
-// recover fails the tasks whose execution died with the previous process.
+// recover resumes or fails the tasks whose execution died with the
+// previous process. Every failure is stored before any resumed run starts.
 func (e *Engine) recover(ctx context.Context) error {
 	lost, err := e.store.Unfinished(ctx)
 	if err != nil {
 		return fmt.Errorf("recover tasks: %w", err)
 	}
+	var resumed []*Snapshot
 	for _, snap := range lost {
+		if e.resumable(snap.Task) {
+			resumed = append(resumed, snap)
+			continue
+		}
 		ev := a2a.NewStatusUpdateEvent(snap.Task, a2a.TaskStateFailed,
 			agentMessage(snap.Task, "The agent restarted while this task was running; its work was lost. Send the request again."))
 		next, err := apply(snap, ev, time.Now())
@@ -91,6 +102,9 @@ func (e *Engine) recover(ctx context.Context) error {
 			return fmt.Errorf("recover task %s: %w", snap.Task.ID, err)
 		}
 		e.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "task failed by restart", slog.String("task_id", string(snap.Task.ID)))
+	}
+	for _, snap := range resumed {
+		e.resume(ctx, snap)
 	}
 	return nil
 }
@@ -316,17 +330,19 @@ func validateMessage(req *a2a.SendMessageRequest) error {
 
 // start validates a message, binds it to a new or continued task and starts
 // the execution. The returned run has not yielded anything yet; base is the
-// snapshot a stream starts from (nil for a new task).
-func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (*run, *Snapshot, error) {
+// snapshot a stream starts from (nil for a new task). When the message's
+// idempotency key already started a task, nothing starts: repeat is that
+// task's hub, with a reference the caller must release.
+func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (_ *run, base *Snapshot, repeat *hub, _ error) {
 	if err := validateMessage(req); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if req.Config != nil && req.Config.PushConfig != nil {
 		if !e.cfg.caps.PushNotifications {
-			return nil, nil, a2a.NewError(a2a.ErrPushNotificationNotSupported, "this agent does not send push notifications")
+			return nil, nil, nil, a2a.NewError(a2a.ErrPushNotificationNotSupported, "this agent does not send push notifications")
 		}
 		if err := e.validatePushConfig(ctx, req.Config.PushConfig); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	owner := ownerFrom(ctx, req.Tenant)
@@ -340,15 +356,14 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (*run, 
 	select { // a slot before any state changes, so a refused message leaves nothing behind
 	case e.slots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, nil, ctx.Err()
+		return nil, nil, nil, ctx.Err()
 	}
 	if !e.beginRun(false) {
 		<-e.slots
-		return nil, nil, a2a.NewError(a2a.ErrServerError, "the agent is shutting down; try again later")
+		return nil, nil, nil, a2a.NewError(a2a.ErrServerError, "the agent is shutting down; try again later")
 	}
 	var (
 		h       *hub
-		base    *Snapshot
 		refs    int // references to h this call holds
 		started bool
 	)
@@ -377,14 +392,14 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (*run, 
 			}
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		refs = 1
 		if msg.ContextID != "" && msg.ContextID != base.Task.ContextID {
-			return nil, nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("message.contextId %q does not match task %s", msg.ContextID, msg.TaskID))
+			return nil, nil, nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("message.contextId %q does not match task %s", msg.ContextID, msg.TaskID))
 		}
 		if base.Task.Status.State.Terminal() {
-			return nil, nil, a2a.NewError(a2a.ErrUnsupportedOperation,
+			return nil, nil, nil, a2a.NewError(a2a.ErrUnsupportedOperation,
 				fmt.Sprintf("task %s is %s and takes no more messages", msg.TaskID, stateName(base.Task.Status.State)))
 		}
 		msg.ContextID = base.Task.ContextID
@@ -394,7 +409,19 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (*run, 
 		e.mu.Unlock()
 		refs = 2
 	} else {
-		msg.TaskID = a2a.NewTaskID()
+		if key := e.messageKey(&msg); key != "" {
+			msg.TaskID = keyedTaskID(owner, key)
+			// Held until the new task's hub is in place, so a concurrent
+			// repeat finds it instead of starting a second task.
+			e.keyed.Lock()
+			defer e.keyed.Unlock()
+			rh, err := e.existing(ctx, owner, msg.TaskID)
+			if err != nil || rh != nil {
+				return nil, nil, rh, err
+			}
+		} else {
+			msg.TaskID = a2a.NewTaskID()
+		}
 		if msg.ContextID == "" {
 			msg.ContextID = a2a.NewContextID()
 		}
@@ -411,7 +438,7 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (*run, 
 	if base != nil && (h.run != nil || !interrupted(h.snap.Task.Status.State)) {
 		state := h.snap.Task.Status.State
 		h.mu.Unlock()
-		return nil, nil, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("task %s is %s; only a task waiting for input takes a new message", msg.TaskID, stateName(state)))
+		return nil, nil, nil, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("task %s is %s; only a task waiting for input takes a new message", msg.TaskID, stateName(state)))
 	}
 	// Made only now: a run starts its writer, which a refused message must not leave behind.
 	r := e.newRun(ctx, h, owner, ec, base, true)
@@ -422,16 +449,19 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (*run, 
 	}
 	started = true
 	go r.execute()
-	return r, base, nil
+	return r, base, nil, nil
 }
 
 // SendMessage implements [a2asrv.RequestHandler]. It waits for the task to
 // end or to need input, unless configuration.returnImmediately asks for the
 // task as soon as it exists.
 func (e *Engine) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
-	r, _, err := e.start(ctx, req)
+	r, _, repeat, err := e.start(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	if repeat != nil {
+		return e.sendRepeat(ctx, repeat, ownerFrom(ctx, req.Tenant), req)
 	}
 	defer e.release(r.h.taskID(), r.h)
 	wait := r.done
@@ -461,9 +491,13 @@ func (e *Engine) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageR
 			yield(nil, a2a.NewError(a2a.ErrUnsupportedOperation, "this agent does not stream"))
 			return
 		}
-		r, base, err := e.start(ctx, req)
+		r, base, repeat, err := e.start(ctx, req)
 		if err != nil {
 			yield(nil, err)
+			return
+		}
+		if repeat != nil {
+			e.streamRepeat(ctx, repeat, ownerFrom(ctx, req.Tenant))(yield)
 			return
 		}
 		defer e.release(r.h.taskID(), r.h)

@@ -25,6 +25,8 @@ type engineConfig struct {
 	onPushConfig  func(a2a.TaskID)
 	mayApprove    func(context.Context) bool
 	checkPushURL  func(context.Context, string) error
+	// idempotencyKey reads a message's idempotency key; nil: none has one.
+	idempotencyKey func(*a2a.Message) string
 }
 
 func defaultConfig() engineConfig {
@@ -104,4 +106,14 @@ func WithApprovers(isApprover func(ctx context.Context) bool) Option {
 // block. By default nothing is called.
 func WithPushConfigHook(f func(a2a.TaskID)) Option {
 	return optionFunc(func(cfg *engineConfig) { cfg.onPushConfig = f })
+}
+
+// WithIdempotencyKey sets how the engine reads a new message's idempotency
+// key. A message with a key starts at most one task per caller (principal
+// and tenant) and key: a repeat, even a concurrent one, gets the existing
+// task (a blocking send waits for it as for its own, a stream follows it)
+// and starts nothing. The task id is derived from caller and key, so the
+// store finds it after a restart too. By default no message has a key.
+func WithIdempotencyKey(key func(*a2a.Message) string) Option {
+	return optionFunc(func(cfg *engineConfig) { cfg.idempotencyKey = key })
 }

@@ -38,6 +38,9 @@ type run struct {
 	// slot is true when the run holds an execution slot (a cancellation of a
 	// task waiting for input does not).
 	slot bool
+	// resume is true when the run takes up a task left unfinished by the
+	// previous process, through the executor's [Resumer].
+	resume bool
 
 	pushConfig *a2a.PushConfig // saved with the task's first write
 
@@ -162,7 +165,10 @@ func (r *run) execute() {
 		r.idle = time.AfterFunc(d, func() { r.stall(d) })
 		r.mu.Unlock()
 	}
-	if r.cur != nil { // a continued task: the new message joins its history
+	events := r.e.exec.Execute
+	if r.resume {
+		events = r.e.exec.(Resumer).Resume
+	} else if r.cur != nil { // a continued task: the new message joins its history
 		r.mu.Lock()
 		ok := r.recordLocked(nil, r.ec.Message)
 		r.mu.Unlock()
@@ -170,7 +176,7 @@ func (r *run) execute() {
 			return
 		}
 	}
-	for ev, err := range r.e.exec.Execute(r.ctx, r.ec) {
+	for ev, err := range events(r.ctx, r.ec) {
 		if err != nil {
 			r.mu.Lock()
 			if r.ended { // canceled, stalled or shut down: the error is the echo of that
