@@ -8,7 +8,6 @@ import (
 	"unicode/utf16"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/gowebpki/jcs"
 )
 
 // CanonicalPayload returns the bytes a card signature covers: the RFC 8785
@@ -96,50 +95,15 @@ func wrapScopes(reqs any) {
 
 // canonicalize applies steps 4 and 5 of the rule to a tree.
 func canonicalize(tree map[string]any) ([]byte, error) {
-	cleaned, ok := clean(tree)
-	if !ok {
-		cleaned = map[string]any{} // @a2a-js/sdk's answer for a card with nothing left
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(cleaned); err != nil {
-		return nil, fmt.Errorf("%w: encode payload: %w", ErrMalformed, err)
-	}
-	out, err := jcs.Transform(buf.Bytes())
+	w := jcsWriter{buf: make([]byte, 0, 1024)}
+	wrote, err := w.value(tree)
 	if err != nil {
 		return nil, fmt.Errorf("%w: canonicalize: %w", ErrMalformed, err)
 	}
-	return out, nil
-}
-
-// clean returns v without its empty values, and false when v itself is empty.
-// It builds new containers, so the input stays usable for other variants.
-func clean(v any) (any, bool) {
-	switch v := v.(type) {
-	case nil:
-		return nil, false
-	case string:
-		return v, v != ""
-	case []any:
-		out := make([]any, 0, len(v))
-		for _, e := range v {
-			if e, ok := clean(e); ok {
-				out = append(out, e)
-			}
-		}
-		return out, len(out) > 0
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			if e, ok := clean(e); ok {
-				out[k] = e
-			}
-		}
-		return out, len(out) > 0
-	default:
-		return v, true
+	if !wrote {
+		return []byte("{}"), nil // @a2a-js/sdk's answer for a card with nothing left
 	}
+	return w.buf, nil
 }
 
 // presenceCapabilities are the AgentCapabilities members declared `optional`

@@ -26,7 +26,9 @@
 // under a trusted URL prefix (size-limited, time-limited, cached). Everything
 // else is refused with a sentinel error: [ErrUnsigned], [ErrAlgorithm],
 // [ErrUnknownKey], [ErrUntrustedJKU], [ErrBadSignature], [ErrMalformed],
-// or [ErrJWKSUnavailable] when a trusted JWKS cannot be read.
+// or [ErrJWKSUnavailable] when a trusted JWKS cannot be read. A signature
+// that verified is remembered, so verifying an unchanged card again skips the
+// signature arithmetic; the key is still looked up and must still be trusted.
 //
 //	card, err := agentcard.ParseCard(body) // 1.0 card, 0.3 members beside it allowed
 //	kid, err := verifier.Verify(ctx, card)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -108,4 +109,103 @@ func TestJWKSRefetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantHits(3)
+}
+
+// TestVerifiedCacheFollowsKeys checks the cache of verified signatures: a
+// card verified once is not checked again, yet the key is still looked up on
+// every call, so a kid the JWKS drops, or serves with another key, no longer
+// verifies the card it verified before.
+func TestVerifiedCacheFollowsKeys(t *testing.T) {
+	key, err := GenerateKey(jose.ES256, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := GenerateKey(jose.ES256, "k") // same kid, another key
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	published := []jose.JSONWebKey{key.Public()}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: published})
+	}))
+	t.Cleanup(srv.Close)
+	publish := func(keys ...jose.JSONWebKey) {
+		mu.Lock()
+		defer mu.Unlock()
+		published = keys
+	}
+
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	v, err := NewVerifier(TrustPolicy{JKUPrefixes: []string{srv.URL}}, WithJWKSCacheTTL(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.cfg.now = func() time.Time { return now }
+	card, err := Sign(&a2a.AgentCard{Name: "peer", Description: "d"}, key, srv.URL+"/jwks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := func() int {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return len(v.verified)
+	}
+
+	for range 2 {
+		if _, err := v.Verify(t.Context(), card); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := cached(); n != 1 {
+		t.Fatalf("%d verified signatures cached, want 1", n)
+	}
+	tampered := *card
+	tampered.Description = "e"
+	if _, err := v.Verify(t.Context(), &tampered); !errors.Is(err, ErrBadSignature) {
+		t.Fatalf("tampered card with a cached signature: %v", err)
+	}
+
+	publish(other.Public())
+	now = now.Add(2 * time.Hour)
+	if _, err := v.Verify(t.Context(), card); !errors.Is(err, ErrBadSignature) {
+		t.Fatalf("kid now served with another key: %v", err)
+	}
+	publish()
+	now = now.Add(2 * time.Hour)
+	if _, err := v.Verify(t.Context(), card); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("kid no longer served: %v", err)
+	}
+	publish(key.Public())
+	now = now.Add(2 * time.Hour)
+	if _, err := v.Verify(t.Context(), card); err != nil {
+		t.Fatalf("kid served again with its key: %v", err)
+	}
+}
+
+func TestVerifiedCacheIsBounded(t *testing.T) {
+	key, err := GenerateKey(jose.EdDSA, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := NewVerifier(TrustPolicy{Keys: jose.JSONWebKeySet{Keys: []jose.JSONWebKey{key.Public()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxVerified + 10 {
+		card, err := Sign(&a2a.AgentCard{Name: "peer", Description: strconv.Itoa(i)}, key, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := v.Verify(t.Context(), card); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if n := len(v.verified); n != maxVerified {
+		t.Fatalf("%d verified signatures cached, want %d", n, maxVerified)
+	}
 }

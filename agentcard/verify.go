@@ -2,10 +2,12 @@ package agentcard
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rsa"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -33,6 +35,9 @@ const refetchAfter = time.Minute
 
 // maxCachedJWKS bounds the JWKS cache; one trusted prefix admits many URLs.
 const maxCachedJWKS = 256
+
+// maxVerified bounds the cache of signatures already verified.
+const maxVerified = 1024
 
 // verifyAlgorithms are the algorithms a peer's card may be signed with.
 var verifyAlgorithms = []jose.SignatureAlgorithm{jose.EdDSA, jose.ES256, jose.ES384, jose.RS256}
@@ -100,8 +105,24 @@ type Verifier struct {
 	pinned   map[string]jose.JSONWebKey
 	prefixes []*url.URL
 
-	mu    sync.Mutex
-	cache map[string]*cachedJWKS
+	mu       sync.Mutex
+	cache    map[string]*cachedJWKS
+	verified map[verifiedSig]crypto.PublicKey
+}
+
+// verifiedSig names one signature check: a JWS (its protected header and
+// signature) over a card's primary payload, by its SHA-256. The alternative
+// payloads are a function of the primary one (they differ only in false
+// capabilities the primary leaves out, and in escapes), so the primary
+// payload determines the whole check.
+type verifiedSig struct {
+	payload              [sha256.Size]byte
+	protected, signature string
+}
+
+// publicKey is what every public key of the crypto packages implements.
+type publicKey interface {
+	Equal(crypto.PublicKey) bool
 }
 
 type cachedJWKS struct {
@@ -123,7 +144,7 @@ func NewVerifier(policy TrustPolicy, opts ...Option) (*Verifier, error) {
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	cfg.client = &client
 
-	v := &Verifier{cfg: cfg, pinned: map[string]jose.JSONWebKey{}, cache: map[string]*cachedJWKS{}}
+	v := &Verifier{cfg: cfg, pinned: map[string]jose.JSONWebKey{}, cache: map[string]*cachedJWKS{}, verified: map[verifiedSig]crypto.PublicKey{}}
 	var errs []error
 	for i, k := range policy.Keys.Keys {
 		pub := k.Public()
@@ -166,6 +187,12 @@ type protectedHeader struct {
 // a trusted key. When none does, the error wraps each signature's refusal
 // (see the package errors), joined. A card with more than 8 signatures is
 // refused as [ErrMalformed]. ctx bounds the JWKS fetches.
+//
+// A signature that verified once is not checked again while the same key
+// (pinned, or served in the JWKS at its jku) is still trusted for its kid:
+// the key is looked up on every call, only the signature arithmetic over
+// identical bytes is remembered. A periodic refresh of an unchanged card
+// then costs its canonical payload and a lookup.
 func (v *Verifier) Verify(ctx context.Context, card *a2a.AgentCard) (string, error) {
 	if card == nil || len(card.Signatures) == 0 {
 		return "", fmt.Errorf("verify card: %w", ErrUnsigned)
@@ -177,10 +204,11 @@ func (v *Verifier) Verify(ctx context.Context, card *a2a.AgentCard) (string, err
 	if err != nil {
 		return "", fmt.Errorf("verify card %q: %w", card.Name, err)
 	}
+	digest := sha256.Sum256(primary)
 	var alts [][]byte // computed once, after a trusted key did not verify the primary payload
 	var errs []error
 	for i, sig := range card.Signatures {
-		kid, err := v.verifyOne(ctx, sig, primary, func() ([][]byte, error) {
+		kid, err := v.verifyOne(ctx, sig, primary, digest, func() ([][]byte, error) {
 			if alts == nil {
 				a, err := altPayloads(card, primary)
 				if err != nil {
@@ -198,7 +226,7 @@ func (v *Verifier) Verify(ctx context.Context, card *a2a.AgentCard) (string, err
 	return "", fmt.Errorf("verify card %q: %w", card.Name, errors.Join(errs...))
 }
 
-func (v *Verifier) verifyOne(ctx context.Context, sig a2a.AgentCardSignature, primary []byte, alts func() ([][]byte, error)) (string, error) {
+func (v *Verifier) verifyOne(ctx context.Context, sig a2a.AgentCardSignature, primary []byte, digest [sha256.Size]byte, alts func() ([][]byte, error)) (string, error) {
 	h, err := parseProtected(sig.Protected)
 	if err != nil {
 		return "", err
@@ -210,11 +238,16 @@ func (v *Verifier) verifyOne(ctx context.Context, sig a2a.AgentCardSignature, pr
 	if err := fits(jose.SignatureAlgorithm(h.Alg), key); err != nil {
 		return "", err
 	}
+	id := verifiedSig{payload: digest, protected: sig.Protected, signature: sig.Signature}
+	if v.verifiedBy(id, key) {
+		return h.Kid, nil
+	}
 	jws, err := jose.ParseDetached(sig.Protected+".."+sig.Signature, primary, []jose.SignatureAlgorithm{jose.SignatureAlgorithm(h.Alg)})
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	if jws.DetachedVerify(primary, key) == nil {
+		v.remember(id, key)
 		return h.Kid, nil
 	}
 	more, err := alts()
@@ -223,10 +256,37 @@ func (v *Verifier) verifyOne(ctx context.Context, sig a2a.AgentCardSignature, pr
 	}
 	for _, p := range more {
 		if jws.DetachedVerify(p, key) == nil {
+			v.remember(id, key)
 			return h.Kid, nil
 		}
 	}
 	return "", fmt.Errorf("%w (kid %q)", ErrBadSignature, h.Kid)
+}
+
+// verifiedBy reports whether key itself verified id before.
+func (v *Verifier) verifiedBy(id verifiedSig, key jose.JSONWebKey) bool {
+	v.mu.Lock()
+	prev, ok := v.verified[id]
+	v.mu.Unlock()
+	if !ok {
+		return false
+	}
+	pk, ok := prev.(publicKey)
+	return ok && pk.Equal(key.Key)
+}
+
+// remember records that key verified id. A full cache forgets an arbitrary
+// entry: the cost of forgetting is one signature check.
+func (v *Verifier) remember(id verifiedSig, key jose.JSONWebKey) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, ok := v.verified[id]; !ok && len(v.verified) >= maxVerified {
+		for old := range v.verified {
+			delete(v.verified, old)
+			break
+		}
+	}
+	v.verified[id] = key.Key
 }
 
 func parseProtected(protected string) (protectedHeader, error) {
