@@ -41,6 +41,8 @@ type Engine struct {
 
 	slots chan struct{} // one token per running execution
 
+	rep *replica // set when the store is shared with other replicas
+
 	// keyed orders the creation of tasks from idempotency keys: a key's
 	// task is looked up and created under it.
 	keyed sync.Mutex
@@ -73,7 +75,11 @@ func NewEngine(ctx context.Context, store Store, exec a2asrv.AgentExecutor, opts
 		slots: make(chan struct{}, cfg.maxConcurrent),
 		idle:  make(chan struct{}),
 	}
-	if err := e.recover(ctx); err != nil {
+	recovered := e.recover
+	if s, ok := store.(sharedStore); ok { // other replicas' running tasks are theirs
+		recovered = func(ctx context.Context) error { return e.startReplica(ctx, s) }
+	}
+	if err := recovered(ctx); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -174,6 +180,7 @@ func (e *Engine) acquire(ctx context.Context, owner Owner, id a2a.TaskID) (*hub,
 	if h = e.hubs[id]; h == nil { // nobody made one meanwhile
 		h = newHub(id, snap)
 		e.hubs[id] = h
+		e.followRemote(h)
 	}
 	h.refs++
 	h.mu.Lock()
@@ -188,6 +195,7 @@ func (e *Engine) release(id a2a.TaskID, h *hub) {
 	h.refs--
 	if h.refs == 0 && e.hubs[id] == h {
 		delete(e.hubs, id)
+		e.unfollow(h)
 	}
 }
 
@@ -234,7 +242,9 @@ func (e *Engine) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Tas
 	var snap *Snapshot
 	if h != nil { // a live task: its hub has the newest committed snapshot
 		h.mu.Lock()
-		snap = h.snap
+		if e.rep == nil || h.run != nil { // else another replica may have written since
+			snap = h.snap
+		}
 		h.mu.Unlock()
 	}
 	if snap == nil {
@@ -366,9 +376,13 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (_ *run
 		h       *hub
 		refs    int // references to h this call holds
 		started bool
+		claimed bool // the task's lease, with replicas
 	)
 	defer func() { // a refused message gives back everything it took
 		if !started {
+			if claimed {
+				e.unclaim(msg.TaskID)
+			}
 			for range refs {
 				e.release(msg.TaskID, h)
 			}
@@ -395,6 +409,9 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (_ *run
 			return nil, nil, nil, err
 		}
 		refs = 1
+		if base, claimed, err = e.claimTask(ctx, msg.TaskID, h, owner, base); err != nil {
+			return nil, nil, nil, err
+		}
 		if msg.ContextID != "" && msg.ContextID != base.Task.ContextID {
 			return nil, nil, nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("message.contextId %q does not match task %s", msg.ContextID, msg.TaskID))
 		}
@@ -424,6 +441,10 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (_ *run
 		}
 		if msg.ContextID == "" {
 			msg.ContextID = a2a.NewContextID()
+		}
+		var err error
+		if _, claimed, err = e.claimTask(ctx, msg.TaskID, nil, owner, nil); err != nil {
+			return nil, nil, nil, err
 		}
 		h = newHub(msg.TaskID, nil)
 		h.refs = 2 // the run's and the caller's
@@ -515,7 +536,7 @@ func (e *Engine) follow(ctx context.Context, h *hub, r *run, owner Owner, after 
 		h.mu.Lock()
 		evs, inMemory := h.sinceLocked(after)
 		wake := h.wake
-		active := h.run != nil && (r == nil || h.run == r)
+		active := h.run != nil && (r == nil || h.run == r) || r == nil && h.remote
 		h.mu.Unlock()
 		if !inMemory {
 			stored, err := e.store.Events(ctx, owner, h.taskID(), after)
@@ -611,6 +632,9 @@ func (e *Engine) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a
 		return nil, err
 	}
 	defer e.release(req.ID, h)
+	if t, done, err := e.cancelElsewhere(ctx, h, req.ID); done {
+		return t, err
+	}
 	for {
 		h.mu.Lock()
 		r, snap := h.run, h.snap
@@ -809,6 +833,7 @@ func (e *Engine) GetExtendedAgentCard(ctx context.Context, _ *a2a.GetExtendedAge
 // status message saying the agent shut down, so their streams get a final
 // event. It does not close the store.
 func (e *Engine) Shutdown(ctx context.Context) error {
+	defer e.stopReplica() // last: the runs' leases are renewed until they end
 	e.life.Lock()
 	if !e.closing {
 		e.closing = true

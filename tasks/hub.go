@@ -22,6 +22,9 @@ type hub struct {
 	wake chan struct{}
 	run  *run // the execution (or cancellation) in progress, if any
 	refs int
+	// remote is true while another replica runs the task and this hub is
+	// fed from the shared store's log (see replica.go).
+	remote bool
 }
 
 func newHub(id a2a.TaskID, snap *Snapshot) *hub {
@@ -32,6 +35,12 @@ func (h *hub) taskID() a2a.TaskID { return h.id }
 
 // publish records a committed change and wakes every waiter. Callers hold h.mu.
 func (h *hub) publishLocked(snap *Snapshot, evs []Event) {
+	if h.snap != nil && snap.Version <= h.snap.Version {
+		return // already published: replicas feed a hub from the log too
+	}
+	for h.snap != nil && len(evs) > 0 && evs[0].Seq <= h.snap.Version {
+		evs = evs[1:]
+	}
 	h.snap = snap
 	h.tail = append(h.tail, evs...)
 	if len(h.tail) > maxTail {

@@ -25,6 +25,7 @@ type engineConfig struct {
 	onPushConfig  func(a2a.TaskID)
 	mayApprove    func(context.Context) bool
 	checkPushURL  func(context.Context, string) error
+	leaseTTL      time.Duration
 	// idempotencyKey reads a message's idempotency key; nil: none has one.
 	idempotencyKey func(*a2a.Message) string
 }
@@ -34,6 +35,7 @@ func defaultConfig() engineConfig {
 		caps:          a2a.AgentCapabilities{Streaming: true},
 		maxConcurrent: 256,
 		idleTimeout:   2 * time.Minute,
+		leaseTTL:      DefaultLeaseTTL,
 		logger:        slog.Default(),
 	}
 }
@@ -116,4 +118,18 @@ func WithPushConfigHook(f func(a2a.TaskID)) Option {
 // store finds it after a restart too. By default no message has a key.
 func WithIdempotencyKey(key func(*a2a.Message) string) Option {
 	return optionFunc(func(cfg *engineConfig) { cfg.idempotencyKey = key })
+}
+
+// DefaultLeaseTTL is how long a replica's lease of a running task outlives
+// its last renewal.
+const DefaultLeaseTTL = 6 * time.Second
+
+// WithLeaseTTL sets, for an engine on a store that replicas share (Redis),
+// how long the lease of a running task outlives its replica: leases are
+// renewed every ttl/3, and every ttl/2 each replica takes over the
+// unfinished tasks whose lease expired, so a dead replica's task is resumed
+// or failed within about 1.5 ttl. The default is [DefaultLeaseTTL]; values
+// under 300ms are raised to it. An engine on the embedded store ignores it.
+func WithLeaseTTL(ttl time.Duration) Option {
+	return optionFunc(func(cfg *engineConfig) { cfg.leaseTTL = max(ttl, 300*time.Millisecond) })
 }

@@ -429,18 +429,12 @@ func (s *RedisStore) Events(ctx context.Context, owner Owner, id a2a.TaskID, aft
 	if own.Err() != nil || own.Val() != ownerID(owner) {
 		return nil, fmt.Errorf("read events of task %s: %w", id, ErrNotFound)
 	}
-	var out []Event
-	for _, m := range rng.Val() {
-		seq, err := strconv.ParseUint(strings.TrimPrefix(m.ID, "0-"), 10, 64)
-		v, ok := m.Values["e"].(string)
-		if err != nil || !ok {
-			return nil, fmt.Errorf("read events of task %s: %w: entry %s", id, ErrCorrupt, m.ID)
-		}
-		var sr a2a.StreamResponse
-		if err := json.Unmarshal([]byte(v), &sr); err != nil {
-			return nil, fmt.Errorf("read events of task %s: %w: event: %v", id, ErrCorrupt, err)
-		}
-		out = append(out, Event{Seq: seq, Event: sr.Event})
+	out, err := decodeEntries(id, rng.Val())
+	if err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, nil
 	}
 	return out, nil
 }

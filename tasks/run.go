@@ -441,6 +441,7 @@ func (r *run) finish() {
 		}
 		r.h.signalLocked()
 		r.h.mu.Unlock()
+		r.finishLease() // before waiters go on: the task takes a new message at once
 		close(r.done)
 		r.e.release(r.h.taskID(), r.h)
 		if r.slot {
