@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -60,17 +62,40 @@ type AuditLog interface {
 
 var _ AuditLog = (*BoltAudit)(nil)
 
-// BoltAudit is an [AuditLog] in its own bbolt file. Each Append is one fsynced transaction.
+// maxAuditBatch bounds how many records share one transaction and one fsync.
+const maxAuditBatch = 256
+
+// BoltAudit is an [AuditLog] in its own bbolt file. Appends are group-committed: a single
+// committer writes every record queued while the previous transaction was being fsynced in
+// one transaction, so concurrent tool calls share an fsync, and a lone call does not wait
+// for a timer (as bbolt's own Batch would). Append returns only once its record is durable.
 type BoltAudit struct {
-	db *bolt.DB
+	db      *bolt.DB
+	mu      sync.RWMutex // guards closed and sends on appends
+	closed  bool
+	appends chan *auditAppend
+	done    chan struct{}
 }
+
+// auditAppend is one queued record: its JSON (without the ID, which the committer assigns)
+// and where the committer answers.
+type auditAppend struct {
+	raw []byte
+	id  uint64
+	res chan error
+}
+
+// ErrAuditClosed is returned by Append and List on a closed [BoltAudit].
+var ErrAuditClosed = errors.New("audit log closed")
 
 var auditBucket = []byte("audit")
 
 // OpenBoltAudit opens or creates the audit file at path. bbolt locks the file, so a second
-// process opening it fails after a second instead of waiting forever.
+// process opening it fails after a second instead of waiting forever. The freelist is not
+// written on every commit (bbolt rebuilds it when the file is opened): an append-only log
+// frees almost nothing, and each commit writes one page less.
 func OpenBoltAudit(path string) (*BoltAudit, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		return nil, fmt.Errorf("open audit log %s: %w", path, err)
 	}
@@ -81,14 +106,29 @@ func OpenBoltAudit(path string) (*BoltAudit, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open audit log %s: %w", path, err)
 	}
-	return &BoltAudit{db: db}, nil
+	a := &BoltAudit{db: db, appends: make(chan *auditAppend, maxAuditBatch), done: make(chan struct{})}
+	go a.commitLoop()
+	return a, nil
 }
 
-// Close closes the file.
-func (a *BoltAudit) Close() error { return a.db.Close() }
+// Close waits for queued records to be committed, then closes the file.
+func (a *BoltAudit) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	close(a.appends)
+	a.mu.Unlock()
+	<-a.done
+	return a.db.Close()
+}
 
 // Append stores rec under the next sequence number, which becomes its ID: IDs grow with
-// every append, so "newest first" does not depend on the clock.
+// every append, so "newest first" does not depend on the clock. ctx bounds only the wait
+// for a place in the queue: once queued, the record is committed or fails as a whole, and
+// Append waits for that, so that a nil error always means durable.
 func (a *BoltAudit) Append(ctx context.Context, rec *AuditRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -96,24 +136,67 @@ func (a *BoltAudit) Append(ctx context.Context, rec *AuditRecord) error {
 	if rec.Time.IsZero() {
 		rec.Time = time.Now().UTC()
 	}
-	return a.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(auditBucket)
-		seq, err := b.NextSequence()
-		if err != nil {
-			return err
+	stored := *rec
+	stored.ID = "" // the key holds it; see decodeAuditRecord
+	raw, err := json.Marshal(stored)
+	if err != nil {
+		return fmt.Errorf("encode audit record: %w", err)
+	}
+	w := &auditAppend{raw: raw, res: make(chan error, 1)}
+	a.mu.RLock()
+	if a.closed {
+		a.mu.RUnlock()
+		return ErrAuditClosed
+	}
+	select {
+	case a.appends <- w:
+	case <-ctx.Done():
+		a.mu.RUnlock()
+		return ctx.Err()
+	}
+	a.mu.RUnlock()
+	if err := <-w.res; err != nil {
+		return fmt.Errorf("append audit record: %w", err)
+	}
+	rec.ID = strconv.FormatUint(w.id, 10)
+	return nil
+}
+
+func (a *BoltAudit) commitLoop() {
+	defer close(a.done)
+	batch := make([]*auditAppend, 0, maxAuditBatch)
+	for w := range a.appends {
+		batch = append(batch[:0], w)
+	fill:
+		for len(batch) < maxAuditBatch {
+			select {
+			case w, ok := <-a.appends:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, w)
+			default:
+				break fill
+			}
 		}
-		stored := *rec
-		stored.ID = strconv.FormatUint(seq, 10)
-		raw, err := json.Marshal(stored)
-		if err != nil {
-			return err
+		err := a.db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(auditBucket)
+			for _, w := range batch {
+				seq, err := b.NextSequence()
+				if err != nil {
+					return err
+				}
+				if err := b.Put(binary.BigEndian.AppendUint64(nil, seq), w.raw); err != nil {
+					return err
+				}
+				w.id = seq
+			}
+			return nil
+		})
+		for _, w := range batch { // the transaction stands or falls as a whole
+			w.res <- err
 		}
-		if err := b.Put(binary.BigEndian.AppendUint64(nil, seq), raw); err != nil {
-			return err
-		}
-		rec.ID = stored.ID // only once the write is in the transaction
-		return nil
-	})
+	}
 }
 
 // List scans the records newest first. Records are not indexed by task or principal: a scan
@@ -126,9 +209,9 @@ func (a *BoltAudit) List(ctx context.Context, f AuditFilter) ([]AuditRecord, err
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			var r AuditRecord
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("audit record %d: %w", binary.BigEndian.Uint64(k), err)
+			r, err := decodeAuditRecord(k, v)
+			if err != nil {
+				return err
 			}
 			if (f.TaskID != "" && r.TaskID != f.TaskID) || (f.Principal != "" && r.Principal != f.Principal) {
 				continue
@@ -144,4 +227,40 @@ func (a *BoltAudit) List(ctx context.Context, f AuditFilter) ([]AuditRecord, err
 		return nil, fmt.Errorf("list audit log: %w", err)
 	}
 	return out, nil
+}
+
+// decodeAuditRecord reads one stored record. The key, a big-endian sequence number, is the
+// record's ID (older files also hold it in the JSON; the key wins). A record that does not
+// decode, or names an outcome or decision this package never writes, is refused: the file
+// was damaged or written by something else.
+func decodeAuditRecord(key, value []byte) (AuditRecord, error) {
+	if len(key) != 8 || binary.BigEndian.Uint64(key) == 0 {
+		return AuditRecord{}, fmt.Errorf("audit record key %x: not a sequence number", key)
+	}
+	seq := binary.BigEndian.Uint64(key)
+	var r AuditRecord
+	if err := json.Unmarshal(value, &r); err != nil {
+		return AuditRecord{}, fmt.Errorf("audit record %d: %w", seq, err)
+	}
+	if !knownOutcome(r.Outcome) {
+		return AuditRecord{}, fmt.Errorf("audit record %d: unknown outcome %q", seq, r.Outcome)
+	}
+	switch r.Decision {
+	case "", DecisionAllow, DecisionDeny, DecisionAsk:
+	default:
+		return AuditRecord{}, fmt.Errorf("audit record %d: unknown decision %q", seq, r.Decision)
+	}
+	r.ID = strconv.FormatUint(seq, 10)
+	return r, nil
+}
+
+// knownOutcome reports whether o is one of the outcomes a call can end with.
+func knownOutcome(o Outcome) bool {
+	switch o {
+	case OutcomeSuccess, OutcomeValidationFailed, OutcomePermissionDenied, OutcomeApprovalRequired,
+		OutcomeTimeout, OutcomeCancelled, OutcomePartial, OutcomeUnknownOutcome, OutcomeUnavailableTool,
+		OutcomeToolError, OutcomeProtocolError:
+		return true
+	}
+	return false
 }

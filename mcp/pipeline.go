@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/gowebpki/jcs"
 )
 
 // Decision is the policy's answer to a proposed call. The table, first match wins:
@@ -344,42 +343,27 @@ func (p *Pipeline) decide(tool string, c Contract) (Decision, string) {
 }
 
 // canonicalise encodes the arguments as RFC 8785 canonical JSON and digests
-// {"arguments": …, "tool": …}. It returns the arguments decoded back from their canonical
-// form twice: args keeps the canonical number text, to be sent, so that what is sent is
-// exactly what the digest (and so an approval) covers; plain holds numbers as float64, as the
-// schema validator takes them. JCS numbers are IEEE doubles: integers beyond 2^53 lose
-// precision here, visibly, rather than between approval and execution.
+// {"arguments": …, "tool": …}. It returns the arguments in the two decoded forms of that
+// canonical text: args keeps the canonical number text (json.Number), to be sent, so that
+// what is sent is exactly what the digest (and so an approval) covers; plain holds numbers
+// as float64, as the schema validator takes them. Subtrees without numbers are shared by
+// both. JCS numbers are IEEE doubles: integers beyond 2^53 lose precision here, visibly,
+// rather than between approval and execution.
 func canonicalise(tool string, in map[string]any) (args map[string]any, plain any, digest string, err error) {
 	if in == nil {
 		in = map[string]any{}
 	}
-	raw, err := json.Marshal(struct {
-		Arguments map[string]any `json:"arguments"`
-		Tool      string         `json:"tool"`
-	}{in, tool})
-	if err != nil {
-		return nil, nil, "", fmt.Errorf("not JSON: %w", err)
-	}
-	canonical, err := jcs.Transform(raw)
+	c := canonicaliser{buf: make([]byte, 0, 256), copies: true}
+	c.buf = append(c.buf, `{"arguments":`...)
+	sent, plain, _, err := c.object(in)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("canonicalise: %w", err)
 	}
-	sum := sha256.Sum256(canonical)
-	var sent struct {
-		Arguments map[string]any `json:"arguments"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(canonical))
-	dec.UseNumber() // keep the canonical number text as it is, for the server to receive
-	if err := dec.Decode(&sent); err != nil {
-		return nil, nil, "", fmt.Errorf("decode canonical arguments: %w", err)
-	}
-	var validated struct {
-		Arguments any `json:"arguments"`
-	}
-	if err := json.Unmarshal(canonical, &validated); err != nil {
-		return nil, nil, "", fmt.Errorf("decode canonical arguments: %w", err)
-	}
-	return sent.Arguments, validated.Arguments, hex.EncodeToString(sum[:]), nil
+	c.buf = append(c.buf, `,"tool":`...)
+	c.buf = appendCanonicalString(c.buf, validUTF8(tool))
+	c.buf = append(c.buf, '}')
+	sum := sha256.Sum256(c.buf)
+	return sent.(map[string]any), plain, hex.EncodeToString(sum[:]), nil
 }
 
 // shown is args as an approver may see them: redacted top-level values replaced.
@@ -448,17 +432,15 @@ func (s scrubber) text(t string) string {
 // resultHash is the hex SHA-256 of the canonical JSON of the tool's answer
 // ({"content", "structuredContent"}), so an audit can prove what came back without holding it.
 func resultHash(r Result) string {
-	raw, err := json.Marshal(struct {
-		Content           any `json:"content"`
-		StructuredContent any `json:"structuredContent"`
-	}{r.Content, r.StructuredContent})
+	buf := append(make([]byte, 0, 512), `{"content":`...)
+	buf, err := appendCanonicalContent(buf, r.Content)
 	if err != nil {
 		return ""
 	}
-	canonical, err := jcs.Transform(raw)
-	if err != nil {
+	buf = append(buf, `,"structuredContent":`...)
+	if buf, err = appendCanonical(buf, r.StructuredContent); err != nil {
 		return ""
 	}
-	sum := sha256.Sum256(canonical)
+	sum := sha256.Sum256(append(buf, '}'))
 	return hex.EncodeToString(sum[:])
 }
