@@ -23,6 +23,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./agentcard
 	go test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./push
 	go test -run '^$$' -fuzz '^FuzzEnvelope$$' -fuzztime $(FUZZTIME) ./delegation
+	go test -run '^$$' -fuzz '^FuzzRecord$$' -fuzztime $(FUZZTIME) ./delegation
 	go test -run '^$$' -fuzz '^FuzzParseContract$$' -fuzztime $(FUZZTIME) ./acceptance
 	go test -run '^$$' -fuzz '^FuzzCondition$$' -fuzztime $(FUZZTIME) ./acceptance
 	go test -run '^$$' -fuzz '^FuzzAssembler$$' -fuzztime $(FUZZTIME) ./artifacts

@@ -185,6 +185,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 				d.Watch(id)
 			}
 		}),
+		tasks.WithIdempotencyKey(envelopeKey),
 		tasks.WithMaxConcurrent(cfg.Limits.MaxConcurrentTasks),
 		tasks.WithIdleTimeout(cfg.Limits.ExecutorIdleTimeout.Duration),
 		tasks.WithLogger(o.logger),

@@ -15,6 +15,7 @@ import (
 	"github.com/handoff-a2a/handoff/acceptance"
 	"github.com/handoff-a2a/handoff/delegation"
 	"github.com/handoff-a2a/handoff/mcp"
+	"github.com/handoff-a2a/handoff/tasks"
 )
 
 // delegating is the agent's outbound side: its verified peers, the sender
@@ -94,14 +95,19 @@ func (noTools) RunTool(context.Context, string, map[string]any) (any, error) {
 }
 
 // delegateSkill fulfils a skill with a verified peer and commits the peer's
-// completion only when the acceptance gate does.
+// completion only when the acceptance gate does. Its task keeps a
+// [delegation.Record] in its metadata, so that after a restart it follows
+// the peer's task again instead of losing it.
 type delegateSkill struct {
 	id  string
 	cfg *DelegateConfig
 	d   *delegating
 }
 
-var _ a2asrv.AgentExecutor = (*delegateSkill)(nil)
+var (
+	_ a2asrv.AgentExecutor = (*delegateSkill)(nil)
+	_ tasks.Resumer        = (*delegateSkill)(nil)
+)
 
 // Execute implements [a2asrv.AgentExecutor]: the peer's progress is
 // streamed to our caller as working updates; our task completes only when
@@ -129,77 +135,207 @@ func (s *delegateSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext)
 		if s.cfg.Timeout != nil {
 			timeout = s.cfg.Timeout.Duration
 		}
-		env := (&delegation.Envelope{Actor: principalOf(ec), Tenant: ec.Tenant, Scopes: s.cfg.Scopes,
-			Deadline: time.Now().Add(timeout).UTC(), IdempotencyKey: string(ec.TaskID)}).Next(s.d.self())
-		if env.Actor == "" {
-			env.Actor = "anonymous"
+		// The key is our task's id: a restart that re-sends finds the peer's task.
+		rec := &delegation.Record{Peer: peer.Name, CardDigest: peer.CardDigest, IdempotencyKey: string(ec.TaskID),
+			Deadline: time.Now().Add(timeout).UTC()}
+		// Stored before anything is sent, so a restart knows what it may have sent.
+		if !s.track(ctx, ec, rec, yield, fmt.Sprintf("Delegating to %s.", peer.Name)) {
+			return
 		}
-		dctx, cancel := context.WithDeadline(ctx, env.Deadline)
-		defer cancel()
-		msg := a2a.NewMessage(a2a.MessageRoleUser, ec.Message.Parts...)
-		stopped := false
-		final, err := s.d.sender.Delegate(dctx, peer, msg, env, func(ev a2a.Event) {
-			if stopped {
-				return
+		s.delegate(ctx, ec, peer, rec, ec.Message.Parts, yield)
+	}
+}
+
+// CanResume implements [tasks.Resumer]: a task whose delegation record
+// was stored can be followed again.
+func (s *delegateSkill) CanResume(task *a2a.Task) bool {
+	_, ok, err := delegation.RecordFrom(task.Metadata)
+	return ok && err == nil
+}
+
+// Resume implements [tasks.Resumer]: it follows the peer's task the record
+// names to its end, or, when the restart came before the peer answered,
+// sends the request again with the same idempotency key, which a Handoff
+// peer answers with the task it already started. Then the gate decides.
+func (s *delegateSkill) Resume(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		rec, _, err := delegation.RecordFrom(ec.StoredTask.Metadata)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		peer, ok := s.peerNamed(ctx, rec.Peer)
+		if !ok {
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec,
+				fmt.Sprintf("The agent restarted and peer %s is no longer verified; its task %s was not followed.", rec.Peer, rec.RemoteTaskID))), nil)
+			return
+		}
+		var parts []*a2a.Part
+		for _, m := range ec.StoredTask.History {
+			if m.Role == a2a.MessageRoleUser {
+				parts = m.Parts
+				break
 			}
-			if u, ok := ev.(*a2a.TaskStatusUpdateEvent); ok && !u.Status.State.Terminal() {
-				text := fmt.Sprintf("%s: %s", peer.Name, strings.ToLower(strings.TrimPrefix(string(u.Status.State), "TASK_STATE_")))
-				if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, agentText(ec, text)), nil) {
-					stopped = true
-					cancel()
-				}
+		}
+		if rec.RemoteTaskID == "" && len(parts) == 0 {
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The agent restarted and the delegated request is not in the task's history.")), nil)
+			return
+		}
+		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, agentText(ec,
+			fmt.Sprintf("The agent restarted; following the delegation to %s again.", peer.Name))), nil) {
+			return
+		}
+		s.delegate(ctx, ec, peer, rec, parts, yield)
+	}
+}
+
+// peerNamed returns the verified peer of that name, refreshing the
+// directory once if it is not verified yet (just after a start).
+func (s *delegateSkill) peerNamed(ctx context.Context, name string) (delegation.PeerStatus, bool) {
+	for try := 0; try < 2; try++ {
+		for _, p := range s.d.peers.Peers() {
+			if p.Name == name && p.State == delegation.StateVerified {
+				return p, true
 			}
-		})
+		}
+		if try == 0 {
+			_ = s.d.peers.Refresh(ctx)
+		}
+	}
+	return delegation.PeerStatus{}, false
+}
+
+// track stores rec in our task's log (a working status update whose
+// metadata carries it) and in the ledger's index of delegations. It
+// returns false when the task should stop.
+func (s *delegateSkill) track(ctx context.Context, ec *a2asrv.ExecutorContext, rec *delegation.Record,
+	yield func(a2a.Event, error) bool, text string) bool {
+	if err := s.d.ledger.Track(ctx, s.index(ec, rec)); err != nil {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The delegation could not be recorded: "+err.Error())), nil)
+		return false
+	}
+	ev := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, agentText(ec, text))
+	ev.Metadata = rec.Metadata()
+	return yield(ev, nil)
+}
+
+func (s *delegateSkill) index(ec *a2asrv.ExecutorContext, rec *delegation.Record) *acceptance.Delegation {
+	return &acceptance.Delegation{TaskID: string(ec.TaskID), Skill: s.id, Peer: rec.Peer, RemoteTaskID: rec.RemoteTaskID,
+		RemoteState: rec.RemoteState, Outcome: rec.Outcome, Updated: time.Now().UTC()}
+}
+
+// delegate sends parts to the peer (or, when rec names the peer's task
+// already, follows that task), records the peer's task as soon as it is
+// known, and runs the gate on its end.
+func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext, peer delegation.PeerStatus,
+	rec *delegation.Record, parts []*a2a.Part, yield func(a2a.Event, error) bool) {
+	dctx, cancel := context.WithDeadline(ctx, rec.Deadline)
+	defer cancel()
+	stopped := false
+	progress := func(ev a2a.Event) {
 		if stopped {
 			return
 		}
+		rec.EventsSeen++
+		if info := ev.TaskInfo(); rec.RemoteTaskID == "" && info.TaskID != "" {
+			rec.RemoteTaskID, rec.RemoteContextID = string(info.TaskID), info.ContextID
+			if !s.track(ctx, ec, rec, yield, fmt.Sprintf("%s: task %s", peer.Name, info.TaskID)) {
+				stopped = true
+				cancel()
+				return
+			}
+		}
+		if u, ok := ev.(*a2a.TaskStatusUpdateEvent); ok && !u.Status.State.Terminal() {
+			text := fmt.Sprintf("%s: %s", peer.Name, strings.ToLower(strings.TrimPrefix(string(u.Status.State), "TASK_STATE_")))
+			if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, agentText(ec, text)), nil) {
+				stopped = true
+				cancel()
+			}
+		}
+	}
+	var (
+		final *a2a.Task
+		err   error
+	)
+	if rec.RemoteTaskID != "" {
+		final, err = s.d.sender.Follow(dctx, peer, a2a.TaskID(rec.RemoteTaskID), progress)
+	} else {
+		env := (&delegation.Envelope{Actor: principalOf(ec), Tenant: ec.Tenant, Scopes: s.cfg.Scopes,
+			Deadline: rec.Deadline, IdempotencyKey: rec.IdempotencyKey}).Next(s.d.self())
+		if env.Actor == "" {
+			env.Actor = "anonymous"
+		}
+		final, err = s.d.sender.Delegate(dctx, peer, a2a.NewMessage(a2a.MessageRoleUser, parts...), env, progress)
+	}
+	if stopped {
+		return
+	}
+	if err != nil {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The delegation failed: "+err.Error())), nil)
+		return
+	}
+	rec.RemoteState = final.Status.State
+	decision, ok := s.decide(ctx, ec, final, yield)
+	if !ok {
+		return
+	}
+	rec.Outcome = decision.Outcome.String()
+	if err := s.d.ledger.Track(ctx, s.index(ec, rec)); err != nil {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The delegation could not be recorded: "+err.Error())), nil)
+		return
+	}
+	if decision.Outcome != acceptance.Committed {
+		ev := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec,
+			fmt.Sprintf("Not committed: %s (peer %s, task %s). %s", decision.Outcome, peer.Name, final.ID, reasons(decision))))
+		ev.Metadata = rec.Metadata()
+		yield(ev, nil)
+		return
+	}
+	for _, art := range final.Artifacts {
+		ev := a2a.NewArtifactEvent(ec, art.Parts...)
+		ev.Artifact.Name, ev.Artifact.Description = art.Name, art.Description
+		if !yield(ev, nil) {
+			return
+		}
+	}
+	ev := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, agentText(ec,
+		fmt.Sprintf("Committed: peer %s's completion passed the contract (%s).", peer.Name, reasons(decision))))
+	ev.Metadata = rec.Metadata()
+	yield(ev, nil)
+}
+
+// decide runs the gate on the peer's final task, checking an unknown
+// decision again with backoff within the skill's bound. ok is false when
+// the task ended or should stop.
+func (s *delegateSkill) decide(ctx context.Context, ec *a2asrv.ExecutorContext, final *a2a.Task,
+	yield func(a2a.Event, error) bool) (acceptance.Decision, bool) {
+	reverify := 2
+	if s.cfg.Reverify != nil {
+		reverify = *s.cfg.Reverify
+	}
+	for attempt := 0; ; attempt++ {
+		decision, err := s.d.gate.Decide(ctx, s.id, acceptance.Completion{DelegationID: string(ec.TaskID),
+			RemoteState: final.Status.State, Artifacts: final.Artifacts, Attempt: attempt})
 		if err != nil {
-			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The delegation failed: "+err.Error())), nil)
-			return
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The acceptance gate could not decide: "+err.Error())), nil)
+			return decision, false
 		}
-		reverify := 2
-		if s.cfg.Reverify != nil {
-			reverify = *s.cfg.Reverify
+		if decision.Outcome != acceptance.Unknown || decision.Settle || attempt >= reverify {
+			return decision, true
 		}
-		var decision acceptance.Decision
-		for attempt := 0; ; attempt++ {
-			decision, err = s.d.gate.Decide(ctx, s.id, acceptance.Completion{DelegationID: string(ec.TaskID),
-				RemoteState: final.Status.State, Artifacts: final.Artifacts, Attempt: attempt})
-			if err != nil {
-				yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The acceptance gate could not decide: "+err.Error())), nil)
-				return
-			}
-			if decision.Outcome != acceptance.Unknown || decision.Settle || attempt >= reverify {
-				break
-			}
-			// Unknown may be a verifier that could not answer: ask again later, within the bound.
-			wait := acceptance.Backoff(attempt + 1)
-			if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, agentText(ec,
-				fmt.Sprintf("Acceptance unknown (%s); checking again in %s.", reasons(decision), wait))), nil) {
-				return
-			}
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return
-			}
+		// Unknown may be a verifier that could not answer: ask again later, within the bound.
+		wait := acceptance.Backoff(attempt + 1)
+		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, agentText(ec,
+			fmt.Sprintf("Acceptance unknown (%s); checking again in %s.", reasons(decision), wait))), nil) {
+			return decision, false
 		}
-		if decision.Outcome != acceptance.Committed {
-			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec,
-				fmt.Sprintf("Not committed: %s (peer %s, task %s). %s", decision.Outcome, peer.Name, final.ID, reasons(decision)))), nil)
-			return
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return decision, false
 		}
-		for _, art := range final.Artifacts {
-			ev := a2a.NewArtifactEvent(ec, art.Parts...)
-			ev.Artifact.Name, ev.Artifact.Description = art.Name, art.Description
-			if !yield(ev, nil) {
-				return
-			}
-		}
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, agentText(ec,
-			fmt.Sprintf("Committed: peer %s's completion passed the contract (%s).", peer.Name, reasons(decision)))), nil)
 	}
 }
 
@@ -226,4 +362,15 @@ func (s *delegateSkill) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) it
 	return func(yield func(a2a.Event, error) bool) {
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
 	}
+}
+
+// envelopeKey is the idempotency key of a message's delegation envelope:
+// the engine gives a caller's repeated key the task it already started. A
+// malformed envelope has none here; checkEnvelope refuses it before.
+func envelopeKey(m *a2a.Message) string {
+	env, ok, err := delegation.EnvelopeFrom(m)
+	if !ok || err != nil {
+		return ""
+	}
+	return env.IdempotencyKey
 }

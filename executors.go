@@ -8,6 +8,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/handoff-a2a/handoff/internal/tck"
+	"github.com/handoff-a2a/handoff/tasks"
 )
 
 // SkillMetadataKey is the message metadata key a client may set to the id of
@@ -21,7 +22,10 @@ type skillRouter struct {
 	first   string // the default skill's id
 }
 
-var _ a2asrv.AgentExecutor = (*skillRouter)(nil)
+var (
+	_ a2asrv.AgentExecutor = (*skillRouter)(nil)
+	_ tasks.Resumer        = (*skillRouter)(nil)
+)
 
 func newSkillRouter(c *Config, t *tools, d *delegating) *skillRouter {
 	r := &skillRouter{bySkill: make(map[string]a2asrv.AgentExecutor)}
@@ -96,4 +100,29 @@ func (r *skillRouter) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) it
 		return func(yield func(a2a.Event, error) bool) { yield(nil, err) }
 	}
 	return x.Cancel(ctx, ec)
+}
+
+// resumer returns the executor of the skill a task was started with when
+// that executor can take up its unfinished tasks after a restart.
+func (r *skillRouter) resumer(task *a2a.Task) (tasks.Resumer, bool) {
+	id, _ := task.Metadata[SkillMetadataKey].(string)
+	x, ok := r.bySkill[id].(tasks.Resumer)
+	return x, ok
+}
+
+// CanResume implements [tasks.Resumer] for the skills that can resume.
+func (r *skillRouter) CanResume(task *a2a.Task) bool {
+	x, ok := r.resumer(task)
+	return ok && x.CanResume(task)
+}
+
+// Resume implements [tasks.Resumer], by the skill stored with the task.
+func (r *skillRouter) Resume(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	x, ok := r.resumer(ec.StoredTask)
+	if !ok {
+		return func(yield func(a2a.Event, error) bool) {
+			yield(nil, a2a.NewError(a2a.ErrInternalError, "the task's skill cannot resume"))
+		}
+	}
+	return x.Resume(ctx, ec)
 }

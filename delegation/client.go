@@ -39,11 +39,9 @@ func (e extensionHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 	return e.next.RoundTrip(r)
 }
 
-// Delegate sends msg, with env attached, to the peer and returns the peer's
-// final task. progress sees every event as it arrives. When ctx ends before
-// the peer's task does (a local cancel, or the envelope's deadline), the
-// remote task is cancelled too.
-func (s *Sender) Delegate(ctx context.Context, peer PeerStatus, msg *a2a.Message, env *Envelope, progress func(a2a.Event)) (*a2a.Task, error) {
+// client returns an a2a-go client for the peer's card, with the envelope
+// extension activated on every request.
+func (s *Sender) client(ctx context.Context, peer PeerStatus) (*a2aclient.Client, error) {
 	if peer.State != StateVerified || peer.Card == nil {
 		return nil, fmt.Errorf("delegate to %s: the peer's card is not verified", peer.Name)
 	}
@@ -58,12 +56,47 @@ func (s *Sender) Delegate(ctx context.Context, peer PeerStatus, msg *a2a.Message
 	if err != nil {
 		return nil, fmt.Errorf("delegate to %s: %w", peer.Name, err)
 	}
+	return client, nil
+}
+
+// Delegate sends msg, with env attached, to the peer and returns the peer's
+// final task. progress sees every event as it arrives; the first one names
+// the peer's task. When ctx ends before the peer's task does (a local
+// cancel, or the envelope's deadline), the remote task is cancelled too.
+// Sending the same envelope again (same idempotency key) to a Handoff peer
+// follows the task the first send started instead of starting another.
+func (s *Sender) Delegate(ctx context.Context, peer PeerStatus, msg *a2a.Message, env *Envelope, progress func(a2a.Event)) (*a2a.Task, error) {
+	client, err := s.client(ctx, peer)
+	if err != nil {
+		return nil, err
+	}
 	defer client.Destroy()
 	env.Attach(msg)
+	return s.follow(ctx, client, peer, "", client.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: msg}), progress)
+}
 
-	var remote a2a.TaskID
+// Follow follows the peer's task remote, which an earlier Delegate started
+// (before a restart, say), to its end and returns the final task: by
+// subscribing, or with one GetTask when it has already ended. Like
+// Delegate, it cancels the remote task when ctx ends first.
+func (s *Sender) Follow(ctx context.Context, peer PeerStatus, remote a2a.TaskID, progress func(a2a.Event)) (*a2a.Task, error) {
+	if remote == "" {
+		return nil, fmt.Errorf("follow %s: a remote task id is required", peer.Name)
+	}
+	client, err := s.client(ctx, peer)
+	if err != nil {
+		return nil, err
+	}
+	defer client.Destroy()
+	return s.follow(ctx, client, peer, remote, nil, progress)
+}
+
+// follow reads events (when not nil) and then resubscribes to the remote
+// task until it reaches a final state, then gets it whole.
+func (s *Sender) follow(ctx context.Context, client *a2aclient.Client, peer PeerStatus, remote a2a.TaskID,
+	events func(yield func(a2a.Event, error) bool), progress func(a2a.Event)) (*a2a.Task, error) {
 	finished := false
-	follow := func(events func(yield func(a2a.Event, error) bool)) error {
+	read := func(events func(yield func(a2a.Event, error) bool)) error {
 		for ev, err := range events {
 			if err != nil {
 				return err
@@ -81,19 +114,29 @@ func (s *Sender) Delegate(ctx context.Context, peer PeerStatus, msg *a2a.Message
 		}
 		return nil
 	}
-	err = follow(client.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: msg}))
-	for attempt := 0; !finished && ctx.Err() == nil && remote != "" && attempt < s.resubscribes; attempt++ {
-		if err = follow(client.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: remote})); errors.Is(err, a2a.ErrUnsupportedOperation) {
-			finished = true // the task ended while we were away
-			err = nil
-		}
-		if !finished && ctx.Err() == nil {
-			t := time.NewTimer(time.Duration(100<<attempt) * time.Millisecond)
+	var err error
+	if events != nil {
+		err = read(events)
+	}
+	limit, backoff := s.resubscribes, 0
+	if events == nil { // the first subscribe is not a retry
+		limit, backoff = limit+1, -1
+	}
+	for attempt := 0; !finished && ctx.Err() == nil && remote != "" && attempt < limit; attempt++ {
+		if n := attempt + backoff; n >= 0 {
+			t := time.NewTimer(time.Duration(100<<n) * time.Millisecond)
 			select {
 			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
 			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		if err = read(client.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: remote})); errors.Is(err, a2a.ErrUnsupportedOperation) {
+			finished = true // the task ended while we were away
+			err = nil
 		}
 	}
 	if ctx.Err() != nil {
