@@ -16,9 +16,9 @@ import (
 )
 
 // start builds the example MCP server, then serves the honest peer, the
-// lying peer and the front agent on the given addresses until ctx ends. It
-// returns the front agent's URL and a function that waits for the agents to
-// stop.
+// lying peer and the front agent on the given addresses, each with its data
+// under dataDir/ROLE, until ctx ends. It returns the front agent's URL and a
+// function that stops the agents (if ctx has not) and waits until they have.
 func start(ctx context.Context, logTo io.Writer, honestAddr, frontAddr, liarAddr, dataDir string) (string, func(), error) {
 	root, err := repoRoot()
 	if err != nil {
@@ -41,12 +41,12 @@ mcp_servers: [{name: notes, command: %q}]
 tool_contracts: [{tool: notes__stats, effect: read, risk: low, approval: none}]
 `, bin)
 	honestURL, liarURL := "http://"+honestAddr, "http://"+liarAddr
-	configs := []struct{ addr, yaml string }{
-		{honestAddr, "name: Honest counter\ndescription: Counts notes with its MCP tool.\n" + common +
+	configs := []struct{ role, addr, yaml string }{
+		{"honest", honestAddr, "name: Honest counter\ndescription: Counts notes with its MCP tool.\n" + common +
 			"skills: [{id: notes-stats, name: Note stats, tags: [honest], executor: mcp, tool: notes__stats}]\n"},
-		{liarAddr, "name: Lying counter\ndescription: Says it counted, shows nothing.\n" + common +
+		{"liar", liarAddr, "name: Lying counter\ndescription: Says it counted, shows nothing.\n" + common +
 			"skills: [{id: notes-stats, name: Note stats, tags: [liar], executor: tck}]\n"},
-		{frontAddr, "name: Front\ndescription: Delegates note counts and commits only verified answers.\n" + common +
+		{"front", frontAddr, "name: Front\ndescription: Delegates note counts and commits only verified answers.\n" + common +
 			fmt.Sprintf(`peers:
   - {name: honest, url: %q, trust: {jku_prefixes: [%q]}}
   - {name: liar, url: %q, trust: {jku_prefixes: [%q]}}
@@ -57,21 +57,28 @@ skills:
 				filepath.Join(root, "examples", "delegation", "contract.yaml"),
 				filepath.Join(root, "examples", "delegation", "contract-liar.yaml"))},
 	}
+	// The agents stop with ctx, or at once when one of them cannot start.
+	ctx, cancel := context.WithCancel(ctx)
 	var served sync.WaitGroup
-	for i, c := range configs {
-		cfg, err := handoff.ParseConfig(fmt.Sprintf("agent-%d", i), strings.NewReader(c.yaml))
+	stopAll := func() { cancel(); served.Wait() }
+	for _, c := range configs {
+		cfg, err := handoff.ParseConfig(c.role, strings.NewReader(c.yaml))
 		if err != nil {
-			return "", nil, err
+			stopAll()
+			return "", nil, fmt.Errorf("the %s agent's config: %w", c.role, err)
 		}
-		cfg.DataDir = filepath.Join(dataDir, fmt.Sprintf("agent-%d", i))
+		// One directory per role, so `handoff ledger --data-dir DIR/front` finds the front's ledger.
+		cfg.DataDir = filepath.Join(dataDir, c.role)
 		a, err := handoff.New(ctx, cfg, handoff.WithLogger(slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 		if err != nil {
-			return "", nil, err
+			stopAll()
+			return "", nil, fmt.Errorf("start the %s agent: %w", c.role, err)
 		}
 		ln, err := net.Listen("tcp", c.addr)
 		if err != nil {
 			a.Close()
-			return "", nil, err
+			stopAll()
+			return "", nil, fmt.Errorf("the %s agent: %w (is the example already running?)", c.role, err)
 		}
 		served.Go(func() {
 			if err := a.Serve(ctx, ln); err != nil {
@@ -79,7 +86,7 @@ skills:
 			}
 		})
 	}
-	return "http://" + frontAddr, served.Wait, nil
+	return "http://" + frontAddr, stopAll, nil
 }
 
 // repoRoot finds the module's root, where go build finds the example server.

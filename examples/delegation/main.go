@@ -6,28 +6,57 @@
 // claims success without evidence, and its answer is never committed.
 //
 //	go run ./examples/delegation
-//	handoff send http://127.0.0.1:8091 count --skill count-notes        # committed
-//	handoff send http://127.0.0.1:8091 count --skill count-notes-liar   # not committed: unknown
+//	go run ./cmd/handoff send http://127.0.0.1:8091 count --skill count-notes                # committed
+//	go run ./cmd/handoff send --stream http://127.0.0.1:8091 count --skill count-notes-liar  # unknown, re-checked, not committed
+//
+// Run it from the repository's root: it builds examples/mcpserver and keeps
+// each agent's data under data/delegation/ROLE.
 package main
 
 import (
 	"context"
 	"fmt"
-	"log"
 	"os"
 	"os/signal"
 	"syscall"
 )
 
+const (
+	honestAddr = "127.0.0.1:8090"
+	frontAddr  = "127.0.0.1:8091"
+	liarAddr   = "127.0.0.1:8092"
+	dataDir    = "data/delegation"
+)
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	front, wait, err := start(ctx, os.Stderr, "127.0.0.1:8090", "127.0.0.1:8091", "127.0.0.1:8092", "data/delegation")
+	fmt.Println("Building the example MCP server and starting three agents...")
+	front, wait, err := start(ctx, os.Stderr, honestAddr, frontAddr, liarAddr, dataDir)
 	if err != nil {
-		log.Fatal(err)
+		fmt.Fprintln(os.Stderr, "delegation example:", err)
+		os.Exit(1)
 	}
-	fmt.Printf("front agent: %s\n  try: go run ./cmd/handoff send %s count --skill count-notes\n"+
-		"  and: go run ./cmd/handoff send %s count --skill count-notes-liar\n", front, front, front)
+	fmt.Printf(`
+  front   %s  takes "count the notes", delegates it, commits only what its gate verifies
+  honest  http://%s  counts the notes with its MCP tool, returns the stats as evidence
+  liar    http://%s  says it counted, returns no evidence
+
+Try, in another terminal:
+
+  go run ./cmd/handoff send %s count --skill count-notes
+      completed: the front re-counted with its own MCP tool, agreed, and committed
+
+  go run ./cmd/handoff send --stream %s count --skill count-notes-liar
+      failed: no evidence, so "unknown"; checked again after 1s and 2s, then not committed
+
+Ctrl-C stops the agents. Then see what the front committed (one entry per honest count):
+
+  go run ./cmd/handoff ledger --data-dir %s/front
+
+`, front, honestAddr, liarAddr, front, front, dataDir)
 	<-ctx.Done()
+	fmt.Println("Stopping the agents...")
 	wait()
+	fmt.Println("Stopped.")
 }
