@@ -66,10 +66,11 @@ func runTests(m *testing.M) int {
 
 // agentConfig is what a test changes in the conformance agent's YAML.
 type agentConfig struct {
-	dataDir         string // default t.TempDir()
-	maxBodyBytes    int64  // default: the product's default
-	pushRetryDelay  string // default: the product's default
-	pushMaxAttempts int    // default: the product's default
+	dataDir         string         // default t.TempDir()
+	maxBodyBytes    int64          // default: the product's default
+	pushRetryDelay  string         // default: the product's default
+	pushMaxAttempts int            // default: the product's default
+	store           map[string]any // default: the embedded store
 }
 
 // writeConfig writes examples/conformance/agent.yaml with the e2e limits to
@@ -100,6 +101,9 @@ func writeConfig(t *testing.T, c agentConfig) string {
 		if c.pushMaxAttempts > 0 {
 			p["max_attempts"] = c.pushMaxAttempts
 		}
+	}
+	if c.store != nil {
+		doc["store"] = c.store
 	}
 	// listen and data_dir come from the command line, as the brief of each
 	// test wants; the ones in the file would point at a fixed port and ./data.
