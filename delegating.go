@@ -2,10 +2,14 @@ package handoff
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
+	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +18,7 @@ import (
 
 	"github.com/handoff-a2a/handoff/acceptance"
 	"github.com/handoff-a2a/handoff/delegation"
+	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/mcp"
 	"github.com/handoff-a2a/handoff/tasks"
 )
@@ -373,4 +378,38 @@ func envelopeKey(m *a2a.Message) string {
 		return ""
 	}
 	return env.IdempotencyKey
+}
+
+// delegationsList answers GET /a2a/delegations: the delegations of the
+// caller's own tasks, or every one for an approver.
+func (a *Agent) delegationsList(w http.ResponseWriter, r *http.Request) {
+	if a.del == nil {
+		writeRESTError(w, http.StatusNotFound, "NOT_FOUND", "UNSUPPORTED_OPERATION", "this agent delegates no skill")
+		return
+	}
+	list, err := a.del.ledger.Delegations(r.Context())
+	if err != nil {
+		a.log.Error("delegations list", slog.Any("error", err))
+		http.Error(w, "the delegations could not be read", http.StatusInternalServerError)
+		return
+	}
+	want := tasks.Owner{Principal: tasks.AnonymousPrincipal}
+	p, authenticated := auth.PrincipalFrom(r.Context())
+	if authenticated {
+		want = tasks.Owner{Principal: "user:" + p.Name, Tenant: p.Tenant}
+	}
+	approver := authenticated && slices.Contains(a.cfg.Approvers, p.Name)
+	out := []*acceptance.Delegation{}
+	for _, d := range list {
+		if approver {
+			out = append(out, d)
+			continue
+		}
+		o, err := a.store.OwnerOf(r.Context(), a2a.TaskID(d.TaskID))
+		if err == nil && o.Principal == want.Principal && (want.Tenant == "" || o.Tenant == want.Tenant) {
+			out = append(out, d)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"delegations": out})
 }

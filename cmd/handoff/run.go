@@ -28,6 +28,7 @@ func commands() []command {
 		{"card", "verify|show URL [--jwks URL|FILE] [--kid KID]", "verify or show an agent's signed card", runCard},
 		{"peers", "--config FILE [--json]", "fetch and verify the cards of the config's peers", runPeers},
 		{"ledger", "--data-dir DIR [--json]", "list the delegations the acceptance gate committed", runLedger},
+		{"delegations", "URL|--config FILE|--data-dir DIR [--json]", "list the agent's delegations: peer, remote task, state, gate outcome", runDelegations},
 		{"audit", "URL|--data-dir DIR [--task ID] [--json]", "list the agent's tool calls (MCP audit log)", runAudit},
 		{"push", "status URL|--data-dir DIR [--json]", "show where push deliveries stand", runPush},
 		{"webhook", "listen --agent URL [--addr ADDR] [--path PATH] [--token T] [--audience URL]", "receive and verify push notifications", runWebhook},

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/handoff-a2a/handoff"
+	"github.com/handoff-a2a/handoff/acceptance"
+)
+
+// runDelegations lists an agent's outbound delegations: each local task
+// that delegated, its peer, the peer's task, that task's last known state
+// and the acceptance gate's outcome. It reads a running agent by URL (the
+// caller's own delegations, or all for an approver), or a stopped agent's
+// data directory, given directly or through its config.
+func runDelegations(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("delegations", "URL|--config FILE|--data-dir DIR [--json]", stdout)
+	configPath := fs.String("config", "", "read the data directory of the stopped agent this `file` configures")
+	dataDir := fs.String("data-dir", "", "read the ledger of a stopped agent in `DIR`")
+	out := addOutputFlags(fs, "give up after `D`")
+	rest, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	given := 0
+	for _, set := range []bool{*configPath != "", *dataDir != "", len(rest) > 0} {
+		if set {
+			given++
+		}
+	}
+	if given != 1 || len(rest) > 1 {
+		return usagef("delegations: give one of the agent's URL, --config FILE or --data-dir DIR")
+	}
+	var list []*acceptance.Delegation
+	if len(rest) == 1 {
+		var body struct {
+			Delegations []*acceptance.Delegation `json:"delegations"`
+		}
+		if err := getAgentJSON(ctx, rest[0], "/a2a/delegations", nil, out, &body); err != nil {
+			return fmt.Errorf("delegations: %w", err)
+		}
+		list = body.Delegations
+	} else {
+		if *configPath != "" {
+			cfg, err := handoff.LoadConfig(*configPath)
+			if err != nil {
+				return err
+			}
+			*dataDir = cfg.DataDir
+		}
+		l, err := acceptance.OpenBoltLedger(filepath.Join(*dataDir, "ledger.db"))
+		if err != nil {
+			return fmt.Errorf("open ledger (is the agent running? then ask it by URL): %w", err)
+		}
+		defer l.Close()
+		if list, err = l.Delegations(ctx); err != nil {
+			return err
+		}
+	}
+	if out.json {
+		if list == nil {
+			list = []*acceptance.Delegation{}
+		}
+		return json.NewEncoder(stdout).Encode(list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stdout, "no delegations")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "UPDATED\tTASK\tSKILL\tPEER\tREMOTE TASK\tREMOTE STATE\tOUTCOME")
+	for _, d := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Updated.Format(time.RFC3339), d.TaskID, d.Skill, d.Peer,
+			orDash(d.RemoteTaskID), orDash(string(d.RemoteState)), orDash(d.Outcome))
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
