@@ -182,6 +182,10 @@ type ToolContractConfig struct {
 	Redact []string `yaml:"redact"`
 	// OutputSchema overrides the server's outputSchema.
 	OutputSchema map[string]any `yaml:"output_schema"`
+	// Idempotency says which calls share the idempotency key sent in the
+	// call's _meta: none, task (same task and arguments) or arguments (same
+	// arguments, any task). Default: none for read tools, task otherwise.
+	Idempotency string `yaml:"idempotency"`
 }
 
 // StoreConfig chooses the task store.
@@ -636,6 +640,9 @@ func (c *Config) validate(doc *yaml.Node) error {
 		}
 		if !slices.Contains([]string{"none", "mandatory"}, tc.Approval) {
 			bad(key+".approval", "%q is not none or mandatory", tc.Approval)
+		}
+		if !slices.Contains([]string{"", "none", "task", "arguments"}, tc.Idempotency) {
+			bad(key+".idempotency", "%q is not none, task or arguments", tc.Idempotency)
 		}
 	}
 	return errors.Join(errs...)

@@ -51,6 +51,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"empty", "", []string{"empty"}},
 		{"nobody can call", "name: A\ndescription: B\nskills: [{id: s, name: S, executor: tck}]\n", []string{"auth: no caller"}},
 		{"bad key hash", "name: A\ndescription: B\nskills: [{id: s, name: S, executor: tck}]\nauth:\n  api_keys: [{name: k, sha256: abc}]\n", []string{"auth.api_keys[0].sha256"}},
+		{"bad idempotency", minimalConfig + "tool_contracts: [{tool: a__b, effect: write, risk: low, approval: none, idempotency: always}]\n", []string{"tool_contracts[0].idempotency", `"always"`}},
 		{"issuer without keys", "name: A\ndescription: B\nskills: [{id: s, name: S, executor: tck}]\nauth:\n  jwt_issuers: [{issuer: i, audience: a}]\n", []string{"exactly one of jwks_url"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

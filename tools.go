@@ -50,7 +50,8 @@ func newTools(c *Config, log *slog.Logger) (*tools, error) {
 	contracts := make([]mcp.Contract, 0, len(c.ToolContracts))
 	for _, tc := range c.ToolContracts {
 		ct := mcp.Contract{Tool: tc.Tool, Effect: mcp.Effect(tc.Effect), Risk: mcp.Risk(tc.Risk),
-			Approval: mcp.ApprovalMode(tc.Approval), Redact: tc.Redact, OutputSchema: tc.OutputSchema}
+			Approval: mcp.ApprovalMode(tc.Approval), Redact: tc.Redact, OutputSchema: tc.OutputSchema,
+			Idempotency: mcp.IdempotencyScope(tc.Idempotency)}
 		if tc.Timeout != nil {
 			ct.Timeout = tc.Timeout.Duration
 		}

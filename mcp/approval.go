@@ -50,6 +50,23 @@ func approvalToken(key []byte, taskID, tool, snapshot, digest string) string {
 	return hex.EncodeToString(mac.Sum(nil))
 }
 
+// idempotencyKey derives a call's idempotency key from what its scope covers; "" means the
+// call carries none. Fields are length prefixed as in approvalToken, and the scope is
+// hashed too, so that keys of different scopes never meet.
+func idempotencyKey(scope IdempotencyScope, taskID, tool, digest string) string {
+	if scope == IdempotencyNone || digest == "" || (scope == IdempotencyTask && taskID == "") {
+		return ""
+	}
+	if scope == IdempotencyArguments {
+		taskID = ""
+	}
+	h := sha256.New()
+	for _, f := range []string{"handoff idempotency v1", string(scope), taskID, tool, digest} {
+		writeField(h, f)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 func writeField(h hash.Hash, f string) {
 	fmt.Fprintf(h, "%d:%s|", len(f), f)
 }

@@ -29,6 +29,8 @@ type AuditRecord struct {
 	SnapshotVersion string `json:"snapshot_version"`
 	// ArgsDigest is [ApprovalRequest.Digest]: hex SHA-256 of the canonical {tool, arguments}.
 	ArgsDigest string `json:"args_digest,omitempty"`
+	// IdempotencyKey is the key the call carried, if it ran with one.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Decision is the policy's answer, empty if the call ended before it.
 	Decision Decision `json:"decision,omitempty"`
 	// Approver is whose approval let the call run, if one did.

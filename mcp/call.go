@@ -67,6 +67,9 @@ type CallRequest struct {
 	// OutputSchema, if set, replaces the tool's own outputSchema for validating
 	// structuredContent.
 	OutputSchema json.RawMessage
+	// IdempotencyKey, if set, is sent in the call's _meta under [IdempotencyMetaKey], the
+	// same on a read's retry. The [Pipeline] derives it from the tool's contract.
+	IdempotencyKey string
 	// Progress, if set, asks the tool for progress: the call carries a progress token, and
 	// every notifications/progress the server sends for it is passed on, in the order the
 	// server sent them. Progress is never called after Call returns; a notification the
@@ -135,7 +138,7 @@ func (m *Manager) call(ctx context.Context, req CallRequest) Result {
 // invoke sends a call whose tool was resolved and whose arguments were validated against it,
 // and normalises the answer against output (nil: no output schema). The Pipeline comes here
 // directly, having done both itself, so that no call pays for them twice. Only req's Tool,
-// Timeout, ReadOnly and Progress are read.
+// Timeout, ReadOnly, IdempotencyKey and Progress are read.
 func (m *Manager) invoke(ctx context.Context, tool *Tool, args map[string]any, output *jsonschema.Resolved, req CallRequest) Result {
 	timeout := req.Timeout
 	if timeout <= 0 {
@@ -145,6 +148,9 @@ func (m *Manager) invoke(ctx context.Context, tool *Tool, args map[string]any, o
 	defer cancel()
 
 	params := &mcpsdk.CallToolParams{Name: tool.Remote, Arguments: args}
+	if req.IdempotencyKey != "" {
+		params.Meta = mcpsdk.Meta{IdempotencyMetaKey: req.IdempotencyKey}
+	}
 	if req.Progress != nil {
 		token, stop := m.routeProgress(req.Progress)
 		defer stop()

@@ -48,6 +48,28 @@ const (
 	ApprovalMandatory ApprovalMode = "mandatory"
 )
 
+// IdempotencyScope says which calls of a tool carry the same idempotency key, so that a
+// server which honours the key runs them once. The key travels in the call's _meta under
+// [IdempotencyMetaKey]; servers that do not know it ignore it.
+type IdempotencyScope string
+
+const (
+	// IdempotencyNone: calls carry no key. The default for read tools.
+	IdempotencyNone IdempotencyScope = "none"
+	// IdempotencyTask: calls of the tool with the same arguments in the same A2A task share
+	// a key: a retry, and a re-run after unknown_outcome or an approval, are one operation.
+	// The default for every other effect. A call with no task id carries no key.
+	IdempotencyTask IdempotencyScope = "task"
+	// IdempotencyArguments: calls of the tool with the same arguments share a key, whichever
+	// task makes them: the arguments name the operation ("charge order 42").
+	IdempotencyArguments IdempotencyScope = "arguments"
+)
+
+// IdempotencyMetaKey is the _meta key of a tool call that carries its idempotency key: a
+// hex SHA-256 of the scope's inputs (task id, tool, argument digest), stable across retries
+// and agent restarts.
+const IdempotencyMetaKey = "io.github.handoff-a2a/idempotency-key"
+
 // Contract is the local contract of a tool: what the operator says the tool does and how its
 // calls are governed. Server annotations (readOnlyHint, destructiveHint…) are never trusted
 // for any of this: the server is the party being governed.
@@ -71,6 +93,9 @@ type Contract struct {
 	// OutputSchema, if set, replaces the server's outputSchema for validating
 	// structuredContent: the operator, not the server, says what a good answer looks like.
 	OutputSchema map[string]any
+	// Idempotency says which calls share an idempotency key. Empty means
+	// [IdempotencyNone] for a read tool and [IdempotencyTask] for any other.
+	Idempotency IdempotencyScope
 }
 
 // DefaultContract is the contract of a tool no configured contract matches: a high-risk write
@@ -131,6 +156,12 @@ func compileContract(c Contract) (compiledContract, []string) {
 	c.Risk = cmp.Or(c.Risk, def.Risk)
 	c.Approval = cmp.Or(c.Approval, def.Approval)
 	c.Redact = slices.Clone(c.Redact)
+	if c.Idempotency == "" {
+		c.Idempotency = IdempotencyTask
+		if c.Effect == EffectRead {
+			c.Idempotency = IdempotencyNone
+		}
+	}
 	var problems []string
 	if c.Tool == "" {
 		problems = append(problems, "no tool name or pattern")
@@ -151,6 +182,11 @@ func compileContract(c Contract) (compiledContract, []string) {
 	case ApprovalNone, ApprovalMandatory:
 	default:
 		problems = append(problems, fmt.Sprintf("unknown approval %q (want none or mandatory)", c.Approval))
+	}
+	switch c.Idempotency {
+	case IdempotencyNone, IdempotencyTask, IdempotencyArguments:
+	default:
+		problems = append(problems, fmt.Sprintf("unknown idempotency %q (want none, task or arguments)", c.Idempotency))
 	}
 	if c.Timeout < 0 {
 		problems = append(problems, "negative timeout")
@@ -181,5 +217,6 @@ func (cs contracts) lookup(tool string) compiledContract {
 			return c
 		}
 	}
-	return compiledContract{Contract: DefaultContract(tool)}
+	c, _ := compileContract(DefaultContract(tool)) // fills the default idempotency; cannot fail
+	return c
 }

@@ -191,7 +191,7 @@ func TestKillMidCall(t *testing.T) {
 	t.Run("read is retried once", func(t *testing.T) {
 		release := filepath.Join(dir, "release")
 		res := result(mcp.CallRequest{Tool: "ex__slow", ReadOnly: true, Timeout: 30 * time.Second,
-			Arguments: map[string]any{"ms": 60_000, "until_file": release}})
+			Arguments: map[string]any{"ms": 60_000, "until_file": release}, IdempotencyKey: "retry-key"})
 		kill(2)
 		// The retry runs on the restarted server; let it finish.
 		for starts() < 3 { // the retry has reached the restarted server
@@ -208,6 +208,9 @@ func TestKillMidCall(t *testing.T) {
 		want(t, r, mcp.OutcomeSuccess)
 		if r.Attempts != 2 {
 			t.Fatalf("attempts %d, want 2", r.Attempts)
+		}
+		if b, _ := os.ReadFile(events); strings.Count(string(b), "start slow") != 3 || strings.Count(string(b), "key=retry-key") != 2 {
+			t.Fatalf("the first try and the retry should both carry the key:\n%s", b)
 		}
 	})
 	t.Run("later calls succeed", func(t *testing.T) {

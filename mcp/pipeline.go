@@ -71,6 +71,9 @@ type PipelineResult struct {
 	Digest string
 	// Approval is set when Outcome is [OutcomeApprovalRequired]: what to show the approver.
 	Approval *ApprovalRequest
+	// IdempotencyKey is the key the call carried (see [IdempotencyScope]); empty when it
+	// carried none or never ran.
+	IdempotencyKey string
 	// AuditID names the call's [AuditRecord]. Empty when AuditErr is set.
 	AuditID string
 	// AuditErr says the record could not be stored. The call's outcome stands (it may have
@@ -284,16 +287,19 @@ func (p *Pipeline) run(ctx context.Context, prop Proposal, approval *Approval, r
 	// The tool and arguments were resolved and validated above, against the same snapshot:
 	// the call goes straight to the Manager's invoke rather than through Call, which would do
 	// both again.
+	key := idempotencyKey(contract.Idempotency, prop.TaskID, prop.Tool, digest)
+	rec.IdempotencyKey = key
 	called := time.Now()
 	var out Result
 	if output, err := p.outputSchema(tool, contract); err != nil {
 		out = fail(OutcomeValidationFailed, "tool %s: unusable output schema: %v", prop.Tool, err)
 	} else {
 		out = p.m.invoke(ctx, tool, args, output, CallRequest{
-			Tool:     prop.Tool,
-			Timeout:  contract.Timeout,
-			ReadOnly: contract.Effect == EffectRead,
-			Progress: prop.Progress,
+			Tool:           prop.Tool,
+			Timeout:        contract.Timeout,
+			ReadOnly:       contract.Effect == EffectRead,
+			IdempotencyKey: key,
+			Progress:       prop.Progress,
 		})
 	}
 	out.Duration = time.Since(called)
@@ -308,7 +314,7 @@ func (p *Pipeline) run(ctx context.Context, prop Proposal, approval *Approval, r
 	if out.Outcome == OutcomeSuccess || out.Outcome == OutcomeToolError {
 		rec.ResultSHA256 = resultHash(out)
 	}
-	return PipelineResult{Result: out, Decision: decision, Digest: digest}
+	return PipelineResult{Result: out, Decision: decision, Digest: digest, IdempotencyKey: key}
 }
 
 // outputSchema is the contract's output schema if it has one, else the tool's own (nil if

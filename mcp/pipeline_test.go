@@ -524,6 +524,7 @@ func TestPipelineConfigErrors(t *testing.T) {
 		{Tool: "a__risk", Risk: "medium"},
 		{Tool: "a__approval", Approval: "maybe"},
 		{Tool: "a__timeout", Timeout: -1},
+		{Tool: "a__idem", Idempotency: "always"},
 		{Tool: "a__schema", OutputSchema: map[string]any{"type": 7}},
 		{Tool: "a__dup"},
 		{Tool: "a__dup"},
@@ -532,7 +533,7 @@ func TestPipelineConfigErrors(t *testing.T) {
 		t.Fatal("no error")
 	}
 	for _, want := range []string{"no tool name", `"a__["`, "sometimes", "medium", "maybe", "negative timeout",
-		`"a__schema": output schema`, `"a__dup": configured twice`, "no audit log", "approval key", "bad deny pattern"} {
+		`"a__idem": unknown idempotency "always"`, `"a__schema": output schema`, `"a__dup": configured twice`, "no audit log", "approval key", "bad deny pattern"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
 		}

@@ -33,7 +33,7 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	n := &notes{notes: map[string]string{"welcome": "Hello from the example MCP server."}, events: *events}
+	n := &notes{notes: map[string]string{"welcome": "Hello from the example MCP server."}, events: *events, written: map[string]string{}}
 	srv := n.server(*pageSize)
 	if *addr == "" {
 		return srv.Run(ctx, &mcpsdk.StdioTransport{})
@@ -75,10 +75,27 @@ type notes struct {
 	notes  map[string]string
 	extra  bool // toggle_tool has added the extra tool
 	events string
+	// written remembers the answer write_note gave for each idempotency key, so that a
+	// repeated key gets the same answer without writing again. A real server would expire
+	// entries; this one lives as long as a test or a demo.
+	written map[string]string
 }
 
-// started records a tool call start in the events file, if there is one.
-func (n *notes) started(tool string) {
+// idempotencyMetaKey is where Handoff puts a call's idempotency key in _meta.
+const idempotencyMetaKey = "io.github.handoff-a2a/idempotency-key"
+
+// idempotencyKey is the key a call carries, or "".
+func idempotencyKey(req *mcpsdk.CallToolRequest) string {
+	if req == nil || req.Params == nil {
+		return ""
+	}
+	k, _ := req.Params.Meta[idempotencyMetaKey].(string)
+	return k
+}
+
+// started records a tool call start in the events file, if there is one, with the call's
+// idempotency key when it has one.
+func (n *notes) started(tool string, req *mcpsdk.CallToolRequest) {
 	if n.events == "" {
 		return
 	}
@@ -89,7 +106,11 @@ func (n *notes) started(tool string) {
 		return
 	}
 	defer f.Close()
-	fmt.Fprintf(f, "start %s %d\n", tool, os.Getpid())
+	line := fmt.Sprintf("start %s %d", tool, os.Getpid())
+	if k := idempotencyKey(req); k != "" {
+		line += " key=" + k
+	}
+	fmt.Fprintln(f, line)
 }
 
 func text(s string) *mcpsdk.CallToolResult {
@@ -122,8 +143,8 @@ func (n *notes) server(pageSize int) *mcpsdk.Server {
 		&mcpsdk.ServerOptions{PageSize: pageSize})
 
 	mcpsdk.AddTool(srv, &mcpsdk.Tool{Name: "read_note", Description: "Read a note."},
-		func(ctx context.Context, _ *mcpsdk.CallToolRequest, a noteName) (*mcpsdk.CallToolResult, any, error) {
-			n.started("read_note")
+		func(ctx context.Context, req *mcpsdk.CallToolRequest, a noteName) (*mcpsdk.CallToolResult, any, error) {
+			n.started("read_note", req)
 			n.mu.Lock()
 			defer n.mu.Unlock()
 			t, ok := n.notes[a.Name]
@@ -133,18 +154,27 @@ func (n *notes) server(pageSize int) *mcpsdk.Server {
 			return text(t), nil, nil
 		})
 
-	mcpsdk.AddTool(srv, &mcpsdk.Tool{Name: "write_note", Description: "Create or replace a note. Changes state: needs approval."},
-		func(ctx context.Context, _ *mcpsdk.CallToolRequest, a noteText) (*mcpsdk.CallToolResult, any, error) {
-			n.started("write_note")
+	mcpsdk.AddTool(srv, &mcpsdk.Tool{Name: "write_note", Description: "Create or replace a note. Changes state: needs approval. " +
+		"A call whose _meta carries " + idempotencyMetaKey + " runs once per key: a repeat gets the first answer and writes nothing."},
+		func(ctx context.Context, req *mcpsdk.CallToolRequest, a noteText) (*mcpsdk.CallToolResult, any, error) {
+			n.started("write_note", req)
+			key := idempotencyKey(req)
 			n.mu.Lock()
 			defer n.mu.Unlock()
+			if answer, done := n.written[key]; done && key != "" {
+				return text(answer), nil, nil
+			}
 			n.notes[a.Name] = a.Text
-			return text("saved " + a.Name), nil, nil
+			answer := "saved " + a.Name
+			if key != "" {
+				n.written[key] = answer
+			}
+			return text(answer), nil, nil
 		})
 
 	mcpsdk.AddTool(srv, &mcpsdk.Tool{Name: "slow", Description: "Sleep for ms milliseconds, or until until_file exists; stops when cancelled."},
-		func(ctx context.Context, _ *mcpsdk.CallToolRequest, a slowArgs) (*mcpsdk.CallToolResult, any, error) {
-			n.started("slow")
+		func(ctx context.Context, req *mcpsdk.CallToolRequest, a slowArgs) (*mcpsdk.CallToolResult, any, error) {
+			n.started("slow", req)
 			deadline := time.NewTimer(time.Duration(a.MS) * time.Millisecond)
 			defer deadline.Stop()
 			tick := time.NewTicker(10 * time.Millisecond) // a file has no change notification that works everywhere
@@ -181,7 +211,7 @@ func (n *notes) server(pageSize int) *mcpsdk.Server {
 	}
 	srv.AddTool(&mcpsdk.Tool{Name: "stats", Description: "Count the notes, as structured content.", InputSchema: statsIn, OutputSchema: statsOut},
 		func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
-			n.started("stats")
+			n.started("stats", req)
 			var a statsArgs
 			if err := json.Unmarshal(req.Params.Arguments, &a); err != nil {
 				return nil, err
@@ -202,14 +232,14 @@ func (n *notes) server(pageSize int) *mcpsdk.Server {
 		})
 
 	mcpsdk.AddTool(srv, &mcpsdk.Tool{Name: "fail", Description: "Always fails, as a tool (isError), not as a protocol error."},
-		func(ctx context.Context, _ *mcpsdk.CallToolRequest, _ empty) (*mcpsdk.CallToolResult, any, error) {
-			n.started("fail")
+		func(ctx context.Context, req *mcpsdk.CallToolRequest, _ empty) (*mcpsdk.CallToolResult, any, error) {
+			n.started("fail", req)
 			return &mcpsdk.CallToolResult{IsError: true, Content: text("the fail tool failed, as asked").Content}, nil, nil
 		})
 
 	mcpsdk.AddTool(srv, &mcpsdk.Tool{Name: "toggle_tool", Description: "Add the extra tool, or remove it if present; clients get tools/list_changed."},
-		func(ctx context.Context, _ *mcpsdk.CallToolRequest, _ empty) (*mcpsdk.CallToolResult, any, error) {
-			n.started("toggle_tool")
+		func(ctx context.Context, req *mcpsdk.CallToolRequest, _ empty) (*mcpsdk.CallToolResult, any, error) {
+			n.started("toggle_tool", req)
 			n.mu.Lock()
 			defer n.mu.Unlock()
 			if n.extra {
@@ -222,8 +252,8 @@ func (n *notes) server(pageSize int) *mcpsdk.Server {
 		})
 
 	mcpsdk.AddTool(srv, &mcpsdk.Tool{Name: "list_notes", Description: "List the notes' names."},
-		func(ctx context.Context, _ *mcpsdk.CallToolRequest, _ empty) (*mcpsdk.CallToolResult, any, error) {
-			n.started("list_notes")
+		func(ctx context.Context, req *mcpsdk.CallToolRequest, _ empty) (*mcpsdk.CallToolResult, any, error) {
+			n.started("list_notes", req)
 			n.mu.Lock()
 			defer n.mu.Unlock()
 			var names []string
