@@ -202,7 +202,8 @@ tool_contracts: [{tool: notes__stats, effect: read, risk: low, approval: none}]
 	}
 
 	// A card signed by a key the front does not trust: the front pins the
-	// honest peer's JWKS for a peer that is really the bystander.
+	// honest peer's JWKS for a peer that is really the bystander. A policy
+	// of pinned keys trusts no jku, so the refusal names the signature's jku.
 	dir := t.TempDir()
 	_, jwks, err := httpGet(t.Context(), w.honest.base+"/.well-known/jwks.json")
 	if err != nil {
