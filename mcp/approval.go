@@ -73,9 +73,9 @@ func writeField(h hash.Hash, f string) {
 
 // checkApproval reports why an approval does not let this proposal run, or "" if it does.
 // The reasons name no argument values, only what did not match.
-func (p *Pipeline) checkApproval(prop Proposal, digest string, a *Approval) string {
+func (pol *policy) checkApproval(prop Proposal, digest string, a *Approval) string {
 	switch {
-	case a.Approver == "" || !slices.Contains(p.cfg.approvers, a.Approver):
+	case a.Approver == "" || !slices.Contains(pol.cfg.approvers, a.Approver):
 		return fmt.Sprintf("approval refused: %q may not approve tool calls", a.Approver)
 	case a.Tool != prop.Tool:
 		return fmt.Sprintf("approval refused: it is for tool %s, not %s", a.Tool, prop.Tool)
@@ -84,7 +84,7 @@ func (p *Pipeline) checkApproval(prop Proposal, digest string, a *Approval) stri
 	case a.Digest != digest:
 		return "approval refused: it is for different arguments"
 	}
-	want := approvalToken(p.cfg.key, prop.TaskID, prop.Tool, prop.SnapshotVersion, digest)
+	want := approvalToken(pol.cfg.key, prop.TaskID, prop.Tool, prop.SnapshotVersion, digest)
 	if !hmac.Equal([]byte(a.Token), []byte(want)) {
 		return "approval refused: its token does not match this task and call"
 	}

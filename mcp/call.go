@@ -156,7 +156,10 @@ func (m *Manager) invoke(ctx context.Context, tool *Tool, args map[string]any, o
 		defer stop()
 		params.SetProgressToken(token)
 	}
-	sup := m.sups[tool.Server]
+	sup := m.supervisor(tool.Server)
+	if sup == nil { // removed by a reconfigure since the tool was resolved
+		return fail(OutcomeUnavailableTool, "tool %s: its server is no longer configured", req.Tool)
+	}
 	attempts := 0
 	var dead *mcpsdk.ClientSession
 	for {

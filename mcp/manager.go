@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -113,11 +114,14 @@ type ServerStatus struct {
 // and runs tool calls. Its methods are safe for concurrent use.
 type Manager struct {
 	cfg     config
-	sups    map[string]*supervisor
-	order   []*supervisor
 	running atomic.Bool
 
 	mu       sync.Mutex
+	sups     map[string]*supervisor // by server name; replaced by Reconfigure
+	order    []*supervisor          // config order
+	runCtx   context.Context        // Run's ctx, nil before Run; supervisors started later derive from it
+	stopping bool                   // Run is waiting for its supervisors: start no more
+	wg       sync.WaitGroup         // every supervisor goroutine, for Run to wait on
 	current  *Snapshot
 	history  map[string]*Snapshot
 	versions []string      // history's keys, oldest first
@@ -150,25 +154,34 @@ func NewManager(servers []ServerConfig, opts ...Option) (*Manager, error) {
 		history: make(map[string]*Snapshot),
 		updated: make(chan struct{}),
 	}
+	if err := CheckServers(servers); err != nil {
+		return nil, err
+	}
+	for _, sc := range servers {
+		s := newSupervisor(m, sc)
+		m.sups[sc.Name] = s
+		m.order = append(m.order, s)
+	}
+	m.publishLocked()
+	return m, nil
+}
+
+// CheckServers reports every problem with a set of server configs at once, as [NewManager]
+// and [Manager.Reconfigure] would, without changing anything.
+func CheckServers(servers []ServerConfig) error {
 	var errs []error
+	seen := make(map[string]bool, len(servers))
 	for _, sc := range servers {
 		if err := sc.validate(); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if _, dup := m.sups[sc.Name]; dup {
+		if seen[sc.Name] {
 			errs = append(errs, fmt.Errorf("mcp server %q: configured twice", sc.Name))
-			continue
 		}
-		s := newSupervisor(m, sc)
-		m.sups[sc.Name] = s
-		m.order = append(m.order, s)
+		seen[sc.Name] = true
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	m.publishLocked()
-	return m, nil
+	return errors.Join(errs...)
 }
 
 // Run supervises every server until ctx is done, then closes their sessions, kills the stdio
@@ -178,12 +191,90 @@ func (m *Manager) Run(ctx context.Context) error {
 	if !m.running.CompareAndSwap(false, true) {
 		return errors.New("mcp: Manager.Run called twice")
 	}
-	var wg sync.WaitGroup
+	m.mu.Lock()
+	m.runCtx = ctx
 	for _, s := range m.order {
-		wg.Go(func() { s.run(ctx) })
+		m.startLocked(s)
 	}
-	wg.Wait()
+	m.mu.Unlock()
+	<-ctx.Done()
+	m.mu.Lock()
+	m.stopping = true // no Reconfigure starts a supervisor after this: Wait may begin
+	m.mu.Unlock()
+	m.wg.Wait()
 	return nil
+}
+
+// startLocked runs a supervisor until Run's ctx ends or the supervisor is stopped.
+func (m *Manager) startLocked(s *supervisor) {
+	ctx, cancel := context.WithCancel(m.runCtx)
+	s.cancel = cancel
+	m.wg.Go(func() {
+		defer close(s.done)
+		defer cancel()
+		s.run(ctx)
+	})
+}
+
+// Reconfigure replaces the set of servers, as a config reload does. A server whose config
+// is unchanged keeps its supervisor and session; a new one is started; a removed one is
+// stopped (its session closed, its process group killed) and its tools leave the catalog;
+// a changed one is stopped and started afresh. The catalog is republished at once, so a
+// call planned against a removed or changed server's tools answers [OutcomeUnavailableTool];
+// a call in flight on a stopped server ends as if the server had gone away. Configs with
+// any problem are refused whole, and nothing changes. Reconfigure returns once the stopped
+// supervisors have ended.
+func (m *Manager) Reconfigure(servers []ServerConfig) error {
+	if err := CheckServers(servers); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	keep := make(map[string]*supervisor, len(servers))
+	order := make([]*supervisor, 0, len(servers))
+	var started []*supervisor
+	for _, sc := range servers {
+		s, ok := m.sups[sc.Name]
+		if !ok || !reflect.DeepEqual(s.cfg, sc) {
+			s = newSupervisor(m, sc)
+			started = append(started, s)
+		}
+		keep[sc.Name] = s
+		order = append(order, s)
+	}
+	var stopped []*supervisor
+	for _, s := range m.order {
+		if keep[s.cfg.Name] != s {
+			stopped = append(stopped, s)
+		}
+	}
+	m.sups, m.order = keep, order
+	if m.runCtx != nil && !m.stopping {
+		for _, s := range started {
+			m.startLocked(s)
+		}
+	}
+	m.publishLocked()
+	m.mu.Unlock()
+
+	for _, s := range stopped {
+		_, replaced := keep[s.cfg.Name]
+		m.cfg.logger.Info("mcp server stopped by a reconfigure", "server", s.cfg.Name, "replaced", replaced)
+		if s.cancel != nil {
+			s.cancel()
+			<-s.done
+		}
+	}
+	for _, s := range started {
+		m.cfg.logger.Info("mcp server started by a reconfigure", "server", s.cfg.Name)
+	}
+	return nil
+}
+
+// supervisor returns the named server's supervisor, nil if it is not configured (any more).
+func (m *Manager) supervisor(name string) *supervisor {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sups[name]
 }
 
 // Snapshot returns the current catalog.
@@ -203,8 +294,11 @@ func (m *Manager) Updated() <-chan struct{} {
 
 // Servers reports every server's supervisor, in config order.
 func (m *Manager) Servers() []ServerStatus {
-	out := make([]ServerStatus, 0, len(m.order))
-	for _, s := range m.order {
+	m.mu.Lock()
+	order := m.order
+	m.mu.Unlock()
+	out := make([]ServerStatus, 0, len(order))
+	for _, s := range order {
 		out = append(out, s.status())
 	}
 	return out
@@ -254,7 +348,9 @@ type supervisor struct {
 	m      *Manager
 	cfg    ServerConfig
 	client *mcpsdk.Client
-	relist chan struct{} // a list_changed arrived; buffered, so one pending relist covers many
+	relist chan struct{}      // a list_changed arrived; buffered, so one pending relist covers many
+	cancel context.CancelFunc // stops run; set under m.mu when started, nil until then
+	done   chan struct{}      // closed when run has returned
 
 	mu       sync.Mutex // guards the fields below; never held while calling m.changed
 	state    ServerState
@@ -267,7 +363,7 @@ type supervisor struct {
 }
 
 func newSupervisor(m *Manager, cfg ServerConfig) *supervisor {
-	s := &supervisor{m: m, cfg: cfg, relist: make(chan struct{}, 1), state: StateConnecting}
+	s := &supervisor{m: m, cfg: cfg, relist: make(chan struct{}, 1), done: make(chan struct{}), state: StateConnecting}
 	s.client = mcpsdk.NewClient(&mcpsdk.Implementation{Name: "handoff", Version: "0"}, &mcpsdk.ClientOptions{
 		// An empty, non-nil set: the SDK would otherwise advertise roots, which we do not serve.
 		Capabilities: &mcpsdk.ClientCapabilities{},

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -109,10 +110,10 @@ func WithApprovers(principals ...string) PipelineOption {
 }
 
 // WithApprovalKey sets the HMAC key that binds approval tokens; it must be at least 32
-// bytes. By default a random key is drawn per Pipeline, so approvals requested before a
-// restart, or before a config reload that builds a new Pipeline, do not verify after it (the
-// task must ask again), and replicas cannot verify each other's tokens: give every Pipeline
-// the same key to change that.
+// bytes. By default a random key is drawn per Pipeline (and kept by
+// [Pipeline.Reconfigure]), so approvals requested before a restart do not verify after it
+// (the task must ask again), and replicas cannot verify each other's tokens: give every
+// Pipeline the same key to change that.
 func WithApprovalKey(key []byte) PipelineOption {
 	return pipelineOptionFunc(func(c *pipelineConfig) { c.key = bytes.Clone(key) })
 }
@@ -131,19 +132,20 @@ const minKeyLen = 32
 // local contract, policy decision, approval, execution through the [Manager], and one
 // [AuditRecord] per call. Its methods are safe for concurrent use.
 type Pipeline struct {
-	m         *Manager
+	m      *Manager
+	audit  AuditLog
+	policy atomic.Pointer[policy] // replaced whole by Reconfigure; each Run reads it once
+}
+
+// policy is what a config reload may change: the contracts and the options.
+type policy struct {
 	contracts contracts
-	audit     AuditLog
 	cfg       pipelineConfig
 }
 
 // NewPipeline returns a Pipeline that runs calls on m under contracts and records each in
 // audit. Every problem with the contracts and options is reported at once.
 func NewPipeline(m *Manager, contracts []Contract, audit AuditLog, opts ...PipelineOption) (*Pipeline, error) {
-	c := pipelineConfig{auditTimeout: 10 * time.Second}
-	for _, o := range opts {
-		o.applyPipeline(&c)
-	}
 	var errs []error
 	if m == nil {
 		errs = append(errs, errors.New("tool pipeline: no Manager"))
@@ -151,32 +153,65 @@ func NewPipeline(m *Manager, contracts []Contract, audit AuditLog, opts ...Pipel
 	if audit == nil { // an unaudited pipeline is not one: refuse rather than run blind
 		errs = append(errs, errors.New("tool pipeline: no audit log"))
 	}
-	if c.key == nil {
+	pol, err := newPolicy(contracts, nil, opts)
+	if err := errors.Join(append(errs, err)...); err != nil {
+		return nil, err
+	}
+	p := &Pipeline{m: m, audit: audit}
+	p.policy.Store(pol)
+	return p, nil
+}
+
+// Reconfigure replaces the contracts and options, as a config reload does; calls already
+// running finish under the old ones. The approval key stays unless opts set a new one, so
+// that approvals requested before the reload still verify (against the new approvers). A
+// set with any problem is refused whole, and nothing changes.
+func (p *Pipeline) Reconfigure(contracts []Contract, opts ...PipelineOption) error {
+	pol, err := newPolicy(contracts, p.policy.Load().cfg.key, opts)
+	if err != nil {
+		return err
+	}
+	p.policy.Store(pol)
+	return nil
+}
+
+// newPolicy checks contracts and options; key is the approval key to keep when opts set
+// none (nil: draw one).
+func newPolicy(list []Contract, key []byte, opts []PipelineOption) (*policy, error) {
+	c := pipelineConfig{auditTimeout: 10 * time.Second}
+	for _, o := range opts {
+		o.applyPipeline(&c)
+	}
+	var errs []error
+	switch {
+	case c.key != nil && len(c.key) < minKeyLen:
+		errs = append(errs, fmt.Errorf("tool pipeline: approval key has %d bytes, want at least %d", len(c.key), minKeyLen))
+	case c.key == nil && key != nil:
+		c.key = key
+	case c.key == nil:
 		c.key = make([]byte, minKeyLen)
 		_, _ = rand.Read(c.key) // crypto/rand.Read never fails
-	} else if len(c.key) < minKeyLen {
-		errs = append(errs, fmt.Errorf("tool pipeline: approval key has %d bytes, want at least %d", len(c.key), minKeyLen))
 	}
 	for _, g := range c.deny {
 		if _, err := path.Match(g, ""); err != nil {
 			errs = append(errs, fmt.Errorf("tool pipeline: bad deny pattern %q: %v", g, err))
 		}
 	}
-	cs, err := newContracts(contracts)
+	cs, err := newContracts(list)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Pipeline{m: m, contracts: cs, audit: audit, cfg: c}, nil
+	return &policy{contracts: cs, cfg: c}, nil
 }
 
 // Contract returns the contract that governs a catalog name: the exact one, else the longest
 // matching glob (its Tool is then that glob), else [DefaultContract]. Empty fields are filled
 // with the fail-closed defaults.
 func (p *Pipeline) Contract(tool string) Contract {
-	c := p.contracts.lookup(tool).Contract
+	c := p.policy.Load().contracts.lookup(tool).Contract
 	c.Redact = slices.Clone(c.Redact)
 	return c
 }
@@ -202,7 +237,8 @@ func (p *Pipeline) Run(ctx context.Context, prop Proposal, approval *Approval) P
 		Tool:            prop.Tool,
 		SnapshotVersion: prop.SnapshotVersion,
 	}
-	res := p.run(ctx, prop, approval, rec)
+	pol := p.policy.Load()
+	res := p.run(ctx, pol, prop, approval, rec)
 	res.Tool, res.SnapshotVersion = prop.Tool, prop.SnapshotVersion
 	if res.Duration == 0 {
 		res.Duration = time.Since(start) // the Manager never ran: the pipeline's own time
@@ -211,7 +247,7 @@ func (p *Pipeline) Run(ctx context.Context, prop Proposal, approval *Approval) P
 	rec.Duration = time.Since(start)
 
 	// The record must be written even when the task was cancelled: that is when it matters.
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.auditTimeout)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pol.cfg.auditTimeout)
 	defer cancel()
 	if err := p.audit.Append(actx, rec); err != nil {
 		res.AuditErr = fmt.Errorf("audit tool call %s of task %s: %w", prop.Tool, prop.TaskID, err)
@@ -222,7 +258,7 @@ func (p *Pipeline) Run(ctx context.Context, prop Proposal, approval *Approval) P
 }
 
 // run is Run up to the audit record, which it fills with what only it knows.
-func (p *Pipeline) run(ctx context.Context, prop Proposal, approval *Approval, rec *AuditRecord) PipelineResult {
+func (p *Pipeline) run(ctx context.Context, pol *policy, prop Proposal, approval *Approval, rec *AuditRecord) PipelineResult {
 	stop := func(o Outcome, reason string) PipelineResult {
 		rec.Reason = reason
 		return PipelineResult{Result: Result{Outcome: o, Err: errors.New(reason)}}
@@ -231,7 +267,7 @@ func (p *Pipeline) run(ctx context.Context, prop Proposal, approval *Approval, r
 	if !ok {
 		return stop(res.Outcome, res.Err.Error())
 	}
-	contract := p.contracts.lookup(prop.Tool)
+	contract := pol.contracts.lookup(prop.Tool)
 	args, plain, digest, err := canonicalise(prop.Tool, prop.Arguments)
 	if err != nil {
 		// The arguments could not be encoded, so no value of theirs is in err.
@@ -253,7 +289,7 @@ func (p *Pipeline) run(ctx context.Context, prop Proposal, approval *Approval, r
 		return r
 	}
 
-	decision, why := p.decide(prop.Tool, contract.Contract)
+	decision, why := pol.decide(prop.Tool, contract.Contract)
 	switch decision {
 	case DecisionDeny:
 		r := stop(OutcomePermissionDenied, why)
@@ -262,7 +298,7 @@ func (p *Pipeline) run(ctx context.Context, prop Proposal, approval *Approval, r
 	case DecisionAsk:
 		reason := why
 		if approval != nil {
-			if refused := p.checkApproval(prop, digest, approval); refused != "" {
+			if refused := pol.checkApproval(prop, digest, approval); refused != "" {
 				reason = refused + "; " + why
 			} else {
 				rec.Approver = approval.Approver
@@ -276,7 +312,7 @@ func (p *Pipeline) run(ctx context.Context, prop Proposal, approval *Approval, r
 				Tool:            prop.Tool,
 				SnapshotVersion: prop.SnapshotVersion,
 				Digest:          digest,
-				Token:           approvalToken(p.cfg.key, prop.TaskID, prop.Tool, prop.SnapshotVersion, digest),
+				Token:           approvalToken(pol.cfg.key, prop.TaskID, prop.Tool, prop.SnapshotVersion, digest),
 				Arguments:       shown(args, contract.Redact),
 				Reason:          reason,
 			}
@@ -328,8 +364,8 @@ func (p *Pipeline) outputSchema(tool *Tool, c compiledContract) (*jsonschema.Res
 
 // decide applies the policy table documented on [Decision] to a catalog name and its
 // contract (whose Tool may be the glob that matched it).
-func (p *Pipeline) decide(tool string, c Contract) (Decision, string) {
-	for _, g := range p.cfg.deny {
+func (pol *policy) decide(tool string, c Contract) (Decision, string) {
+	for _, g := range pol.cfg.deny {
 		if ok, _ := path.Match(g, tool); ok {
 			return DecisionDeny, fmt.Sprintf("tool %s is denied by policy", tool)
 		}
@@ -337,7 +373,7 @@ func (p *Pipeline) decide(tool string, c Contract) (Decision, string) {
 	switch {
 	case c.Approval == ApprovalMandatory:
 		why := fmt.Sprintf("tool %s needs an approval", tool)
-		if len(p.cfg.approvers) == 0 {
+		if len(pol.cfg.approvers) == 0 {
 			why += ", and no principal may approve"
 		}
 		return DecisionAsk, why
