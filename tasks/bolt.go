@@ -46,6 +46,7 @@ type BoltStore struct {
 	closed bool
 	writes chan *boltWrite
 	done   chan struct{}
+	codec  *recordCodec
 }
 
 var _ Store = (*BoltStore)(nil)
@@ -74,7 +75,7 @@ func OpenBolt(path string, timeout time.Duration) (*BoltStore, error) {
 		db.Close()
 		return nil, fmt.Errorf("init task store %s: %w", path, err)
 	}
-	s := &BoltStore{db: db, writes: make(chan *boltWrite, maxBatch), done: make(chan struct{})}
+	s := &BoltStore{db: db, writes: make(chan *boltWrite, maxBatch), done: make(chan struct{}), codec: newRecordCodec()}
 	go s.commitLoop()
 	return s, nil
 }
@@ -241,15 +242,13 @@ func (s *BoltStore) Append(ctx context.Context, next *Snapshot, events []a2a.Eve
 		return fmt.Errorf("append: snapshot without a task id")
 	}
 	id := next.Task.ID
-	rec, err := json.Marshal(taskRecord{Owner: next.Owner, Version: next.Version, Updated: next.Updated, Task: next.Task})
+	encoded, known, err := encodeEvents(events)
+	if err != nil {
+		return fmt.Errorf("append to task %s: encode event: %w", id, err)
+	}
+	rec, err := s.codec.encode(next, known)
 	if err != nil {
 		return fmt.Errorf("append to task %s: encode snapshot: %w", id, err)
-	}
-	encoded := make([][]byte, len(events))
-	for i, ev := range events {
-		if encoded[i], err = json.Marshal(a2a.StreamResponse{Event: ev}); err != nil {
-			return fmt.Errorf("append to task %s: encode event: %w", id, err)
-		}
 	}
 	ok := ownerKey(next.Owner)
 	idxVal := append(append([]byte(next.Task.Status.State), 0), next.Task.ContextID...)

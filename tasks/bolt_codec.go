@@ -1,0 +1,206 @@
+package tasks
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// maxCodecTasks bounds how many running tasks the record codec remembers.
+const maxCodecTasks = 4096
+
+// recordCodec writes the bbolt store's task records and events. A running
+// task's snapshot shares its history messages and artifacts with the
+// previous one (copy-on-write), and snapshots are immutable once published,
+// so the codec keeps each running task's encoded messages and artifacts, by
+// pointer, and encodes only the ones that are new: a status update no longer
+// re-encodes the whole history, and a new artifact is encoded once, for its
+// event, and reused in the record. Holding the pointers keeps them alive, so
+// an address cannot be reused by another value while it is remembered. A
+// task is forgotten once it is neither submitted nor working.
+//
+// Its records are byte for byte json.Marshal(taskRecord) (the tests compare).
+type recordCodec struct {
+	mu    sync.Mutex
+	tasks map[a2a.TaskID]*encodedTask
+}
+
+// encodedTask is what the codec remembers of a task's last record. It is
+// never changed once stored: the next record gets a new one.
+type encodedTask struct {
+	history   []encodedPart[a2a.Message]
+	artifacts []encodedPart[a2a.Artifact]
+}
+
+// encodedPart is a value with its JSON.
+type encodedPart[T any] struct {
+	v    *T
+	json []byte
+}
+
+func newRecordCodec() *recordCodec {
+	return &recordCodec{tasks: map[a2a.TaskID]*encodedTask{}}
+}
+
+// encodeEvents returns each event in its a2a.StreamResponse form, all in one
+// buffer, and the artifacts of artifact updates with their JSON in it.
+func encodeEvents(events []a2a.Event) ([][]byte, []encodedPart[a2a.Artifact], error) {
+	buf := make([]byte, 0, 256*len(events))
+	ends := make([]int, len(events))
+	type span struct {
+		a          *a2a.Artifact
+		start, end int
+	}
+	var spans []span
+	for i, ev := range events {
+		var err error
+		if e, ok := ev.(*a2a.TaskArtifactUpdateEvent); ok && e != nil && e.Artifact != nil {
+			var start, end int
+			if buf, start, end, err = appendArtifactUpdate(buf, e); err != nil {
+				return nil, nil, err
+			}
+			spans = append(spans, span{e.Artifact, start, end})
+		} else if buf, err = appendEvent(buf, ev); err != nil {
+			return nil, nil, err
+		}
+		ends[i] = len(buf)
+	}
+	out := make([][]byte, len(events))
+	for i, end := range ends {
+		start := 0
+		if i > 0 {
+			start = ends[i-1]
+		}
+		out[i] = buf[start:end:end]
+	}
+	arts := make([]encodedPart[a2a.Artifact], len(spans))
+	for i, s := range spans {
+		arts[i] = encodedPart[a2a.Artifact]{v: s.a, json: buf[s.start:s.end:s.end]}
+	}
+	return out, arts, nil
+}
+
+// encode returns the record of next, as decodeTaskRecord reads it. known are
+// artifacts already encoded for this write's events.
+func (c *recordCodec) encode(next *Snapshot, known []encodedPart[a2a.Artifact]) ([]byte, error) {
+	t := next.Task
+	c.mu.Lock()
+	prev := c.tasks[t.ID]
+	c.mu.Unlock()
+	if prev == nil {
+		prev = &encodedTask{}
+	}
+
+	enc := &encodedTask{}
+	var err error
+	if enc.history, err = encodeParts(prev.history, t.History, nil, appendMessage); err != nil {
+		return nil, fmt.Errorf("encode history: %w", err)
+	}
+	if enc.artifacts, err = encodeParts(prev.artifacts, t.Artifacts, known, appendArtifact); err != nil {
+		return nil, fmt.Errorf("encode artifacts: %w", err)
+	}
+	size := 256
+	for _, p := range enc.history {
+		size += len(p.json) + 1
+	}
+	for _, p := range enc.artifacts {
+		size += len(p.json) + 1
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"owner":{"principal":`...)
+	b = appendString(b, next.Owner.Principal)
+	if next.Owner.Tenant != "" {
+		b = append(b, `,"tenant":`...)
+		b = appendString(b, next.Owner.Tenant)
+	}
+	b = append(b, `},"version":`...)
+	b = strconv.AppendUint(b, next.Version, 10)
+	b = append(b, `,"updated":`...)
+	if b, err = appendTime(b, next.Updated); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"task":`...)
+	if b, err = appendTask(b, t, enc.artifacts, enc.history); err != nil {
+		return nil, fmt.Errorf("encode task: %w", err)
+	}
+	b = append(b, '}')
+
+	c.remember(t.ID, enc, isUnfinished(t.Status.State))
+	return b, nil
+}
+
+// remember keeps enc for the task's next record while it runs, and forgets
+// the task otherwise. A full codec forgets an arbitrary task: the cost is
+// encoding that task's history once more.
+func (c *recordCodec) remember(id a2a.TaskID, enc *encodedTask, running bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !running {
+		delete(c.tasks, id)
+		return
+	}
+	if _, ok := c.tasks[id]; !ok && len(c.tasks) >= maxCodecTasks {
+		for old := range c.tasks {
+			delete(c.tasks, old)
+			break
+		}
+	}
+	c.tasks[id] = enc
+}
+
+// encodeParts returns vs with their JSON: that of the value at the same
+// index of prev when it is the very same pointer, else that of the same
+// pointer in known, else newly written with appendTo. prev itself is
+// returned when nothing changed.
+func encodeParts[T any](prev []encodedPart[T], vs []*T, known []encodedPart[T], appendTo func([]byte, *T) ([]byte, error)) ([]encodedPart[T], error) {
+	if len(vs) == 0 {
+		return nil, nil
+	}
+	if len(prev) == len(vs) {
+		same := true
+		for i, v := range vs {
+			if prev[i].v != v {
+				same = false
+				break
+			}
+		}
+		if same {
+			return prev, nil
+		}
+	}
+	out := make([]encodedPart[T], len(vs))
+	k := 0 // known follows the order of the events, as new values do
+	for i, v := range vs {
+		if i < len(prev) && prev[i].v == v {
+			out[i] = prev[i]
+			continue
+		}
+		if j := findPart(known, k, v); j >= 0 {
+			out[i], k = known[j], j+1
+			continue
+		}
+		b, err := appendTo(nil, v)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = encodedPart[T]{v: v, json: b}
+	}
+	return out, nil
+}
+
+// findPart returns the index of v in known, looking from from on first.
+func findPart[T any](known []encodedPart[T], from int, v *T) int {
+	for j := from; j < len(known); j++ {
+		if known[j].v == v {
+			return j
+		}
+	}
+	for j := range min(from, len(known)) {
+		if known[j].v == v {
+			return j
+		}
+	}
+	return -1
+}

@@ -1,0 +1,165 @@
+package tasks
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// sameRecord checks that the codec writes snap's record, and evs, byte for
+// byte as json.Marshal does.
+func sameRecord(t *testing.T, c *recordCodec, snap *Snapshot, evs ...a2a.Event) []encodedPart[a2a.Artifact] {
+	t.Helper()
+	encoded, known, err := encodeEvents(evs)
+	if err != nil {
+		t.Fatalf("encode events: %v", err)
+	}
+	for i, ev := range evs {
+		want, err := json.Marshal(a2a.StreamResponse{Event: ev})
+		if err != nil {
+			t.Fatalf("reference encode of event %d: %v", i, err)
+		}
+		if !bytes.Equal(encoded[i], want) {
+			t.Fatalf("event %d:\n got %s\nwant %s", i, encoded[i], want)
+		}
+	}
+	for _, k := range known {
+		if want, _ := json.Marshal(k.v); !bytes.Equal(k.json, want) {
+			t.Fatalf("artifact of an event:\n got %s\nwant %s", k.json, want)
+		}
+	}
+	got, err := c.encode(snap, known)
+	if err != nil {
+		t.Fatalf("codec encode: %v", err)
+	}
+	want, err := json.Marshal(taskRecord{Owner: snap.Owner, Version: snap.Version, Updated: snap.Updated, Task: snap.Task})
+	if err != nil {
+		t.Fatalf("reference encode: %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("record:\n got %s\nwant %s", got, want)
+	}
+	return known
+}
+
+// TestRecordCodecReusesParts runs a task through apply, as the engine does,
+// and checks each record, and that history and artifacts already encoded
+// are not encoded again.
+func TestRecordCodecReusesParts(t *testing.T) {
+	c := newRecordCodec()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	task := &a2a.Task{ID: "t1", ContextID: "c1", Status: a2a.TaskStatus{State: a2a.TaskStateSubmitted},
+		History:  []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("<hi> & "+strings.Repeat("x", 100)))},
+		Metadata: map[string]any{"k": "v"}}
+	snap, err := apply(nil, task, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap.Owner = Owner{Principal: "p", Tenant: "ten"}
+	sameRecord(t, c, snap)
+	firstHistory := &c.tasks["t1"].history[0].json[0]
+
+	say := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("working on it"))
+	events := []a2a.Event{
+		a2a.NewStatusUpdateEvent(task, a2a.TaskStateWorking, say),
+		a2a.NewArtifactEvent(task, a2a.NewTextPart("part 1")),
+		a2a.NewStatusUpdateEvent(task, a2a.TaskStateWorking, nil), // say moves to the history
+		a2a.NewArtifactEvent(task, a2a.NewDataPart(map[string]any{"n": 1.0})),
+	}
+	events = append(events, &a2a.TaskArtifactUpdateEvent{TaskID: "t1", ContextID: "c1", Append: true,
+		Artifact: &a2a.Artifact{ID: events[1].(*a2a.TaskArtifactUpdateEvent).Artifact.ID, Parts: a2a.ContentParts{a2a.NewTextPart(", part 2")}}})
+	for i, ev := range events {
+		if snap, err = apply(snap, ev, now.Add(time.Duration(i+1)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		known := sameRecord(t, c, snap, ev)
+		if e, ok := ev.(*a2a.TaskArtifactUpdateEvent); ok && !e.Append {
+			arts := c.tasks["t1"].artifacts
+			if len(known) != 1 || &arts[len(arts)-1].json[0] != &known[0].json[0] {
+				t.Fatalf("event %d: the new artifact was encoded again for the record", i)
+			}
+		}
+		if got := &c.tasks["t1"].history[0].json[0]; got != firstHistory {
+			t.Fatalf("event %d: the first message was encoded again", i)
+		}
+	}
+	enc := c.tasks["t1"]
+	if len(enc.history) != 2 || len(enc.artifacts) != 2 {
+		t.Fatalf("remembered %d messages and %d artifacts, want 2 and 2", len(enc.history), len(enc.artifacts))
+	}
+	secondArtifact := &enc.artifacts[1].json[0]
+	if enc.artifacts[1].v != events[3].(*a2a.TaskArtifactUpdateEvent).Artifact {
+		t.Fatal("the second artifact is not the one of its event")
+	}
+	if snap, err = apply(snap, a2a.NewStatusUpdateEvent(task, a2a.TaskStateWorking, nil), now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	sameRecord(t, c, snap)
+	if &c.tasks["t1"].artifacts[1].json[0] != secondArtifact {
+		t.Fatal("an unchanged artifact was encoded again")
+	}
+
+	if snap, err = apply(snap, a2a.NewStatusUpdateEvent(task, a2a.TaskStateCompleted, nil), now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	sameRecord(t, c, snap)
+	if _, ok := c.tasks["t1"]; ok {
+		t.Fatal("a completed task is still remembered")
+	}
+}
+
+// TestRecordCodecNewOwner checks a record never carries a remembered owner
+// that is not the snapshot's.
+func TestRecordCodecNewOwner(t *testing.T) {
+	c := newRecordCodec()
+	task := &a2a.Task{ID: "t1", ContextID: "c1", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
+	sameRecord(t, c, &Snapshot{Task: task, Owner: Owner{Principal: "a"}, Version: 1})
+	sameRecord(t, c, &Snapshot{Task: task, Owner: Owner{Principal: "b"}, Version: 2})
+}
+
+func TestRecordCodecIsBounded(t *testing.T) {
+	c := newRecordCodec()
+	for i := range maxCodecTasks + 10 {
+		task := &a2a.Task{ID: a2a.TaskID("t" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + time.Duration(i).String()),
+			ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
+		if _, err := c.encode(&Snapshot{Task: task, Version: 1}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(c.tasks); n != maxCodecTasks {
+		t.Fatalf("%d tasks remembered, want %d", n, maxCodecTasks)
+	}
+}
+
+// FuzzEncodeTaskRecord checks the codec against json.Marshal on any record
+// the store can decode, encoded once and again after a status update (the
+// second time with its history and artifacts remembered).
+func FuzzEncodeTaskRecord(f *testing.F) {
+	task := &a2a.Task{ID: "t1", ContextID: "c1", Status: a2a.TaskStatus{State: a2a.TaskStateWorking},
+		History:   []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))},
+		Artifacts: []*a2a.Artifact{{ID: "a", Parts: a2a.ContentParts{a2a.NewDataPart(map[string]any{"k": 1.0})}}}}
+	good, _ := json.Marshal(taskRecord{Owner: Owner{Principal: "p"}, Version: 3, Updated: time.Unix(1, 0), Task: task})
+	f.Add(good)
+	f.Add([]byte(`{"task":{"id":"t1","status":{"state":"TASK_STATE_WORKING"},"history":[{"parts":[{"raw":"AA=="}]},null],"artifacts":[null]}}`))
+	f.Add([]byte(`{"owner":{"principal":"<p>"},"task":{"id":"t1","metadata":{"a":[1,"\u2028"]},"status":{"state":"TASK_STATE_SUBMITTED"}}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		snap, err := decodeTaskRecord("t1", b)
+		if err != nil {
+			return
+		}
+		if _, err := json.Marshal(taskRecord{Owner: snap.Owner, Version: snap.Version, Updated: snap.Updated, Task: snap.Task}); err != nil {
+			return // not encodable at all (a time out of range): nothing to compare
+		}
+		c := newRecordCodec()
+		sameRecord(t, c, snap)
+		next, err := apply(snap, a2a.NewStatusUpdateEvent(snap.Task, a2a.TaskStateWorking, nil), time.Unix(2, 0))
+		if err != nil {
+			return
+		}
+		sameRecord(t, c, next)
+	})
+}
