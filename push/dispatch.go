@@ -37,6 +37,7 @@ type dispatchConfig struct {
 	baseDelay   time.Duration
 	maxDelay    time.Duration
 	timeout     time.Duration
+	claimIdle   time.Duration
 	logger      *slog.Logger
 	now         func() time.Time
 }
@@ -82,6 +83,10 @@ type Dispatcher struct {
 	// other task without touching the store, as most tasks have none.
 	watched map[a2a.TaskID]struct{}
 	wg      sync.WaitGroup
+
+	// With a store that replicas share, jobs come from its queue (queue.go).
+	queue  sharedQueue
+	shared *sharedState
 }
 
 type worker struct {
@@ -100,11 +105,15 @@ type worker struct {
 // posts them with client (the SSRF guard's client).
 func NewDispatcher(store deliveryStore, signer *Signer, client *http.Client, opts ...DispatcherOption) *Dispatcher {
 	cfg := dispatchConfig{maxAttempts: 8, maxAge: 24 * time.Hour, baseDelay: time.Second, maxDelay: 5 * time.Minute,
-		timeout: 10 * time.Second, logger: slog.Default(), now: time.Now}
+		timeout: 10 * time.Second, claimIdle: DefaultClaimIdle, logger: slog.Default(), now: time.Now}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Dispatcher{store: store, signer: signer, client: client, cfg: cfg, workers: map[string]*worker{}, watched: map[a2a.TaskID]struct{}{}}
+	d := &Dispatcher{store: store, signer: signer, client: client, cfg: cfg, workers: map[string]*worker{}, watched: map[a2a.TaskID]struct{}{}}
+	if q, ok := store.(sharedQueue); ok {
+		d.queue, d.shared = q, newSharedState()
+	}
+	return d
 }
 
 // Run delivers until ctx ends: first whatever was left pending by a previous
@@ -113,6 +122,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	d.mu.Lock()
 	d.ctx = ctx
 	d.mu.Unlock()
+	if d.queue != nil {
+		return d.runShared(ctx)
+	}
 	all, err := d.store.PushDeliveries(ctx, "")
 	if err != nil {
 		return fmt.Errorf("push: resume deliveries: %w", err)
@@ -141,6 +153,10 @@ func (d *Dispatcher) Notify(task a2a.TaskID) {
 	ctx := d.ctx
 	_, watched := d.watched[task]
 	d.mu.Unlock()
+	if d.queue != nil && ctx != nil && ctx.Err() == nil {
+		go d.enqueue(ctx, task) // whichever replica takes the job delivers
+		return
+	}
 	if !watched || ctx == nil || ctx.Err() != nil {
 		return // not running: Run's scan will find what is pending
 	}
@@ -163,9 +179,13 @@ func (d *Dispatcher) Notify(task a2a.TaskID) {
 
 // nudge makes sure a worker runs for the config and looks again.
 func (d *Dispatcher) nudge(task a2a.TaskID, config string) {
-	key := string(task) + "\x00" + config
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.nudgeLocked(task, config)
+}
+
+func (d *Dispatcher) nudgeLocked(task a2a.TaskID, config string) {
+	key := string(task) + "\x00" + config
 	if d.ctx == nil || d.ctx.Err() != nil {
 		return
 	}
@@ -179,6 +199,9 @@ func (d *Dispatcher) nudge(task a2a.TaskID, config string) {
 	}
 	w := &worker{task: task, config: config, wake: make(chan struct{}, 1)}
 	d.workers[key] = w
+	if d.shared != nil {
+		d.shared.active[task]++
+	}
 	d.wg.Add(1)
 	go d.work(d.ctx, key, w)
 }
@@ -193,6 +216,9 @@ func (d *Dispatcher) done(key string, w *worker) bool {
 		return false
 	}
 	delete(d.workers, key)
+	if d.shared != nil {
+		d.retiredLocked(w.task)
+	}
 	return true
 }
 

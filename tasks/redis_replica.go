@@ -208,10 +208,16 @@ func (s *RedisStore) WatchCancels(ctx context.Context, f func(a2a.TaskID)) error
 	defer ps.Close()
 	// The channel resubscribes by itself after a lost connection.
 	ch := ps.Channel()
+	closed := time.NewTicker(time.Second) // the channel does not end with the client
+	defer closed.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-closed.C:
+			if s.closed.Load() {
+				return ErrClosed
+			}
 		case m, ok := <-ch:
 			if !ok {
 				return ErrClosed

@@ -96,8 +96,9 @@ func (e *Engine) stopReplica() {
 	e.rep.wg.Wait()
 }
 
-// every calls f every d until ctx ends.
-func every(ctx context.Context, d time.Duration, f func(context.Context)) {
+// every calls f every d until ctx ends or the store is closed (an engine
+// whose store was closed without a Shutdown).
+func every(ctx context.Context, d time.Duration, f func(context.Context) error) {
 	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
@@ -105,7 +106,9 @@ func every(ctx context.Context, d time.Duration, f func(context.Context)) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			f(ctx)
+			if errors.Is(f(ctx), ErrClosed) {
+				return
+			}
 		}
 	}
 }
@@ -198,7 +201,7 @@ func (r *run) finishLease() {
 // renewLoop keeps this replica's leases alive and stops the executions of
 // tasks another replica took over (this one was out of reach too long).
 func (e *Engine) renewLoop(ctx context.Context) {
-	every(ctx, e.rep.ttl/3, func(ctx context.Context) {
+	every(ctx, e.rep.ttl/3, func(ctx context.Context) error {
 		e.rep.mu.Lock()
 		ids := make([]a2a.TaskID, 0, len(e.rep.held))
 		for id := range e.rep.held {
@@ -225,12 +228,15 @@ func (e *Engine) renewLoop(ctx context.Context) {
 				r.stop(errLeaseLost)
 			}
 		}
+		return err
 	})
 }
 
 func (e *Engine) sweepLoop(ctx context.Context) {
-	every(ctx, e.rep.ttl/2, func(ctx context.Context) {
-		e.report(ctx, "sweep", e.sweep(ctx))
+	every(ctx, e.rep.ttl/2, func(ctx context.Context) error {
+		err := e.sweep(ctx)
+		e.report(ctx, "sweep", err)
+		return err
 	})
 }
 
@@ -301,6 +307,9 @@ func (e *Engine) takeOver(ctx context.Context, owner Owner, id a2a.TaskID) error
 	}
 	if err := e.store.Append(ctx, next, []a2a.Event{ev}); err != nil {
 		return fmt.Errorf("take over task %s: %w", id, err)
+	}
+	if f := e.cfg.onCommit; f != nil { // push delivery of the failure
+		f(id)
 	}
 	e.unclaim(id)
 	e.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "task failed: its replica stopped", slog.String("task_id", string(id)))
