@@ -47,6 +47,7 @@ type BoltStore struct {
 	writes chan *boltWrite
 	done   chan struct{}
 	codec  *recordCodec
+	reads  *decodedCache
 }
 
 var _ Store = (*BoltStore)(nil)
@@ -75,7 +76,7 @@ func OpenBolt(path string, timeout time.Duration) (*BoltStore, error) {
 		db.Close()
 		return nil, fmt.Errorf("init task store %s: %w", path, err)
 	}
-	s := &BoltStore{db: db, writes: make(chan *boltWrite, maxBatch), done: make(chan struct{}), codec: newRecordCodec()}
+	s := &BoltStore{db: db, writes: make(chan *boltWrite, maxBatch), done: make(chan struct{}), codec: newRecordCodec(), reads: newDecodedCache()}
 	go s.commitLoop()
 	return s, nil
 }
@@ -197,7 +198,10 @@ func ownerKey(o Owner) []byte {
 }
 
 func eventKey(id a2a.TaskID, seq uint64) []byte {
-	b := make([]byte, 0, len(id)+9)
+	return appendEventKey(make([]byte, 0, len(id)+9), id, seq)
+}
+
+func appendEventKey(b []byte, id a2a.TaskID, seq uint64) []byte {
 	b = append(b, id...)
 	b = append(b, 0)
 	return binary.BigEndian.AppendUint64(b, seq)
@@ -272,8 +276,11 @@ func (s *BoltStore) Append(ctx context.Context, next *Snapshot, events []a2a.Eve
 			return ErrConflict
 		}
 		evb := tx.Bucket(bucketEvents)
+		keys := make([]byte, 0, len(encoded)*(len(id)+9)) // one allocation for every key
 		for i, e := range encoded {
-			if err := evb.Put(eventKey(id, prev+uint64(i)+1), e); err != nil {
+			keys = appendEventKey(keys, id, prev+uint64(i)+1)
+			k := keys[len(keys)-len(id)-9:]
+			if err := evb.Put(k, e); err != nil {
 				return err
 			}
 		}
@@ -348,7 +355,7 @@ func (s *BoltStore) load(id a2a.TaskID) (*Snapshot, error) {
 			return ErrNotFound
 		}
 		var err error
-		snap, err = decodeTaskRecord(id, b)
+		snap, err = s.reads.decode(id, b)
 		return err
 	})
 	return snap, err

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"sync"
@@ -203,4 +204,68 @@ func findPart[T any](known []encodedPart[T], from int, v *T) int {
 		}
 	}
 	return -1
+}
+
+// maxDecodedBytes bounds the records the decoded-snapshot cache holds, and
+// maxDecodedRecord the size of one record it takes.
+const (
+	maxDecodedBytes  = 4 << 20
+	maxDecodedRecord = 64 << 10
+)
+
+// decodedCache keeps the snapshots the store decoded for reads, with the
+// record bytes each came from. A read that finds the same bytes stored
+// returns the same snapshot without decoding: snapshots handed out are
+// immutable, and equal bytes decode to equal snapshots, so nothing else
+// (versions, writes by other code) needs tracking.
+type decodedCache struct {
+	mu      sync.Mutex
+	entries map[a2a.TaskID]decodedEntry
+	size    int
+}
+
+type decodedEntry struct {
+	rec  []byte
+	snap *Snapshot
+}
+
+func newDecodedCache() *decodedCache {
+	return &decodedCache{entries: map[a2a.TaskID]decodedEntry{}}
+}
+
+// decode returns the snapshot stored as rec, from the cache when rec is the
+// record it last decoded for id. rec is only read during the call.
+func (c *decodedCache) decode(id a2a.TaskID, rec []byte) (*Snapshot, error) {
+	c.mu.Lock()
+	e, ok := c.entries[id]
+	c.mu.Unlock()
+	if ok && bytes.Equal(e.rec, rec) {
+		return e.snap, nil
+	}
+	snap, err := decodeTaskRecord(id, rec)
+	if err != nil || len(rec) > maxDecodedRecord {
+		return snap, err
+	}
+	c.put(id, decodedEntry{rec: bytes.Clone(rec), snap: snap})
+	return snap, nil
+}
+
+// put stores e, forgetting arbitrary entries while the cache is over budget.
+func (c *decodedCache) put(id a2a.TaskID, e decodedEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.entries[id]; ok {
+		c.size -= len(old.rec)
+	}
+	c.entries[id] = e
+	c.size += len(e.rec)
+	for other, o := range c.entries {
+		if c.size <= maxDecodedBytes {
+			break
+		}
+		if other != id {
+			delete(c.entries, other)
+			c.size -= len(o.rec)
+		}
+	}
 }

@@ -3,6 +3,8 @@ package tasks
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -162,4 +164,77 @@ func FuzzEncodeTaskRecord(f *testing.F) {
 		}
 		sameRecord(t, c, next)
 	})
+}
+
+// TestDecodedCache checks that reads share one decoded snapshot while the
+// stored record stays the same, and see every write at once.
+func TestDecodedCache(t *testing.T) {
+	s, err := OpenBolt(t.TempDir()+"/tasks.db", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	owner := Owner{Principal: "p"}
+	task := &a2a.Task{ID: "t1", ContextID: "c1", Status: a2a.TaskStatus{State: a2a.TaskStateSubmitted}}
+	snap := &Snapshot{Task: task, Owner: owner, Version: 1, Updated: time.Unix(1, 0)}
+	if err := s.Append(t.Context(), snap, []a2a.Event{task}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Get(t.Context(), owner, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.Get(t.Context(), owner, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != first {
+		t.Fatal("an unchanged record was decoded again")
+	}
+	if _, err := s.Get(t.Context(), Owner{Principal: "other"}, "t1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("another owner's read of a cached task: %v", err)
+	}
+	next, err := apply(snap, a2a.NewStatusUpdateEvent(task, a2a.TaskStateCompleted, nil), time.Unix(2, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(t.Context(), next, []a2a.Event{a2a.NewStatusUpdateEvent(task, a2a.TaskStateCompleted, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(t.Context(), owner, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != 2 || got.Task.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("read after a write: version %d state %s", got.Version, got.Task.Status.State)
+	}
+}
+
+func TestDecodedCacheIsBounded(t *testing.T) {
+	c := newDecodedCache()
+	filler := strings.Repeat("x", 32<<10)
+	for i := range 2 * maxDecodedBytes / len(filler) {
+		id := a2a.TaskID("t" + strconv.Itoa(i))
+		rec, err := json.Marshal(taskRecord{Task: &a2a.Task{ID: id, ContextID: "c", Metadata: map[string]any{"f": filler}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.decode(id, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := 0
+	for _, e := range c.entries {
+		total += len(e.rec)
+	}
+	if total != c.size || c.size > maxDecodedBytes || len(c.entries) == 0 {
+		t.Fatalf("cache holds %d bytes in %d entries (counted %d), budget %d", total, len(c.entries), c.size, maxDecodedBytes)
+	}
+	big, _ := json.Marshal(taskRecord{Task: &a2a.Task{ID: "big", ContextID: "c", Metadata: map[string]any{"f": strings.Repeat("y", maxDecodedRecord)}}})
+	if _, err := c.decode("big", big); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.entries["big"]; ok {
+		t.Fatal("a record over the size limit was cached")
+	}
 }
