@@ -64,6 +64,9 @@ type Agent struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// approvers is cfg.Approvers until a Reload replaces it.
+	approvers atomic.Pointer[[]string]
 }
 
 // checkEnvelope enforces a delegated message's envelope before anything
@@ -154,6 +157,8 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, log: o.logger, store: store, tools: tl, authn: authn, keys: keys, guard: push.NewGuard(cfg.Push.AllowHosts)}
 	a.selfHop.Store(&delegation.Hop{Agent: cfg.Name})
+	approvers := slices.Clone(cfg.Approvers)
+	a.approvers.Store(&approvers)
 	if a.del, err = newDelegating(cfg, tl, func() delegation.Hop { return *a.selfHop.Load() }); err != nil {
 		store.Close()
 		if tl != nil {
@@ -173,7 +178,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 		tasks.WithPushURLCheck(a.guard.CheckURL),
 		tasks.WithApprovers(func(ctx context.Context) bool {
 			p, ok := auth.PrincipalFrom(ctx)
-			return ok && slices.Contains(cfg.Approvers, p.Name)
+			return ok && a.isApprover(p.Name)
 		}),
 		tasks.WithCommitHook(func(id a2a.TaskID) {
 			if d := a.dispatcher.Load(); d != nil {

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	"slices"
 
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/mcp"
@@ -31,6 +30,25 @@ func newTools(c *Config, log *slog.Logger) (*tools, error) {
 		}
 		return nil, nil
 	}
+	m, err := mcp.NewManager(serverConfigs(c), mcp.WithLogger(log))
+	if err != nil {
+		return nil, fmt.Errorf("%s: mcp_servers: %w", c.path, err)
+	}
+	contracts := toolContracts(c)
+	audit, err := mcp.OpenBoltAudit(filepath.Join(c.DataDir, "audit.db"))
+	if err != nil {
+		return nil, err
+	}
+	p, err := mcp.NewPipeline(m, contracts, audit, mcp.WithApprovers(c.Approvers...))
+	if err != nil {
+		audit.Close()
+		return nil, fmt.Errorf("%s: tool_contracts: %w", c.path, err)
+	}
+	return &tools{manager: m, pipeline: p, audit: audit}, nil
+}
+
+// serverConfigs maps the config's mcp_servers onto the Manager's configs.
+func serverConfigs(c *Config) []mcp.ServerConfig {
 	servers := make([]mcp.ServerConfig, 0, len(c.MCPServers))
 	for _, s := range c.MCPServers {
 		sc := mcp.ServerConfig{Name: s.Name, Transport: mcp.TransportStdio, Command: s.Command, Args: s.Args, Dir: s.Dir,
@@ -43,10 +61,11 @@ func newTools(c *Config, log *slog.Logger) (*tools, error) {
 		}
 		servers = append(servers, sc)
 	}
-	m, err := mcp.NewManager(servers, mcp.WithLogger(log))
-	if err != nil {
-		return nil, fmt.Errorf("%s: mcp_servers: %w", c.path, err)
-	}
+	return servers
+}
+
+// toolContracts maps the config's tool_contracts onto the pipeline's.
+func toolContracts(c *Config) []mcp.Contract {
 	contracts := make([]mcp.Contract, 0, len(c.ToolContracts))
 	for _, tc := range c.ToolContracts {
 		ct := mcp.Contract{Tool: tc.Tool, Effect: mcp.Effect(tc.Effect), Risk: mcp.Risk(tc.Risk),
@@ -57,16 +76,24 @@ func newTools(c *Config, log *slog.Logger) (*tools, error) {
 		}
 		contracts = append(contracts, ct)
 	}
-	audit, err := mcp.OpenBoltAudit(filepath.Join(c.DataDir, "audit.db"))
-	if err != nil {
-		return nil, err
+	return contracts
+}
+
+// reload applies a new config's mcp_servers, tool_contracts and approvers.
+// Both sets are checked before either is applied, so a refused config
+// changes nothing.
+func (t *tools) reload(c *Config) error {
+	servers := serverConfigs(c)
+	if err := mcp.CheckServers(servers); err != nil {
+		return fmt.Errorf("%s: mcp_servers: %w", c.path, err)
 	}
-	p, err := mcp.NewPipeline(m, contracts, audit, mcp.WithApprovers(c.Approvers...))
-	if err != nil {
-		audit.Close()
-		return nil, fmt.Errorf("%s: tool_contracts: %w", c.path, err)
+	if err := t.pipeline.Reconfigure(toolContracts(c), mcp.WithApprovers(c.Approvers...)); err != nil {
+		return fmt.Errorf("%s: tool_contracts: %w", c.path, err)
 	}
-	return &tools{manager: m, pipeline: p, audit: audit}, nil
+	if err := t.manager.Reconfigure(servers); err != nil { // checked above: not expected
+		return fmt.Errorf("%s: mcp_servers: %w", c.path, err)
+	}
+	return nil
 }
 
 // auditList answers GET /a2a/audit: the tool calls of the caller's own
@@ -88,7 +115,7 @@ func (a *Agent) auditList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := []mcp.AuditRecord{}
-	approver := name != "" && slices.Contains(a.cfg.Approvers, name)
+	approver := a.isApprover(name)
 	for _, rec := range recs {
 		if approver || rec.Principal == name {
 			out = append(out, rec)

@@ -49,12 +49,14 @@ func (s *toolSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) ite
 			approval *mcp.Approval
 		)
 		if ec.StoredTask == nil {
-			args, err := s.arguments(ec.Message)
+			// The tool's schema decides how a text request becomes arguments,
+			// so wait for it first (the server may still be connecting).
+			snap := waitForTool(ctx, s.manager, s.tool)
+			args, err := s.arguments(ec.Message, snap)
 			if err != nil {
 				yield(nil, a2a.NewError(a2a.ErrInvalidParams, err.Error()))
 				return
 			}
-			snap := waitForTool(ctx, s.manager, s.tool)
 			prop = mcp.Proposal{TaskID: string(ec.TaskID), Principal: principalOf(ec), Tool: s.tool, Arguments: args}
 			if snap != nil {
 				prop.SnapshotVersion = snap.Version
@@ -208,8 +210,10 @@ func (s *toolSkill) forget(id a2a.TaskID) {
 }
 
 // arguments are the message's first data part, or, for a tool with one
-// string parameter, its text.
-func (s *toolSkill) arguments(m *a2a.Message) (map[string]any, error) {
+// string parameter in snap, its text. A tool that is not in snap gets no
+// arguments: the pipeline answers unavailable_tool, which says more than a
+// complaint about the request's shape.
+func (s *toolSkill) arguments(m *a2a.Message, snap *mcp.Snapshot) (map[string]any, error) {
 	var text string
 	for _, p := range m.Parts {
 		if d, ok := p.Data().(map[string]any); ok {
@@ -219,15 +223,18 @@ func (s *toolSkill) arguments(m *a2a.Message) (map[string]any, error) {
 			text = p.Text()
 		}
 	}
-	if snap := s.manager.Snapshot(); snap != nil {
-		if tool, ok := snap.Tool(s.tool); ok {
-			if name, ok := singleStringParam(tool.Definition.InputSchema); ok {
-				return map[string]any{name: text}, nil
-			}
-			if noneRequired(tool.Definition.InputSchema) { // the text is just the request: no arguments
-				return map[string]any{}, nil
-			}
-		}
+	var tool *mcp.Tool
+	if snap != nil {
+		tool, _ = snap.Tool(s.tool)
+	}
+	if tool == nil {
+		return map[string]any{}, nil
+	}
+	if name, ok := singleStringParam(tool.Definition.InputSchema); ok {
+		return map[string]any{name: text}, nil
+	}
+	if noneRequired(tool.Definition.InputSchema) { // the text is just the request: no arguments
+		return map[string]any{}, nil
 	}
 	return nil, fmt.Errorf("tool %s takes its arguments as a data part (a JSON object)", s.tool)
 }

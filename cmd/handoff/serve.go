@@ -4,13 +4,18 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/handoff-a2a/handoff"
 )
 
-// runServe runs one agent until ctx ends (SIGINT or SIGTERM).
+// runServe runs one agent until ctx ends (SIGINT or SIGTERM). SIGHUP
+// reloads the config's MCP part (see [handoff.Agent.Reload]).
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", "--config FILE [--listen ADDR] [--data-dir DIR] [--store redis://HOST:PORT/DB]", stdout)
 	configPath := fs.String("config", "", "the agent's YAML config `file` (required)")
@@ -27,23 +32,38 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *configPath == "" {
 		return usagef("serve: --config is required")
 	}
-	cfg, err := handoff.LoadConfig(*configPath)
+	// The flags override the file on every load, so that a reload compares
+	// like with like.
+	load := func() (*handoff.Config, error) {
+		cfg, err := handoff.LoadConfig(*configPath)
+		if err != nil {
+			return nil, err
+		}
+		if *listen != "" {
+			cfg.Listen = *listen
+		}
+		if *dataDir != "" {
+			cfg.DataDir = *dataDir
+		}
+		if *store != "" {
+			cfg.Store.Kind, cfg.Store.URL = "redis", *store
+		}
+		return cfg, nil
+	}
+	if *store != "" && !strings.HasPrefix(*store, "redis://") && !strings.HasPrefix(*store, "rediss://") {
+		return usagef("serve: --store %q is not a redis:// URL", *store)
+	}
+	// SIGHUP is caught before anything starts, so that an early one cannot
+	// kill the agent; it reloads the config once the agent serves.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	cfg, err := load()
 	if err != nil {
 		return err
 	}
-	if *listen != "" {
-		cfg.Listen = *listen
-	}
-	if *dataDir != "" {
-		cfg.DataDir = *dataDir
-	}
-	if *store != "" {
-		if !strings.HasPrefix(*store, "redis://") && !strings.HasPrefix(*store, "rediss://") {
-			return usagef("serve: --store %q is not a redis:// URL", *store)
-		}
-		cfg.Store.Kind, cfg.Store.URL = "redis", *store
-	}
-	agent, err := handoff.New(ctx, cfg)
+	logger := handoff.NewLogger(cfg)
+	agent, err := handoff.New(ctx, cfg, handoff.WithLogger(logger))
 	if err != nil {
 		return err
 	}
@@ -52,5 +72,34 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		agent.Close()
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
-	return agent.Serve(ctx, ln)
+	served, reloads := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(reloads)
+		for {
+			select {
+			case <-served:
+				return
+			case <-hup:
+				reload(agent, load, logger)
+			}
+		}
+	}()
+	err = agent.Serve(ctx, ln)
+	close(served)
+	<-reloads
+	return err
+}
+
+// reload re-reads the config on SIGHUP and applies what the agent can apply
+// while it serves; a config that does not load or is refused leaves the one
+// in force unchanged.
+func reload(agent *handoff.Agent, load func() (*handoff.Config, error), logger *slog.Logger) {
+	logger.Info("config reload requested (SIGHUP)")
+	next, err := load()
+	if err == nil {
+		err = agent.Reload(next)
+	}
+	if err != nil {
+		logger.Error("config reload refused; the config in force is unchanged", slog.Any("error", err))
+	}
 }
