@@ -17,6 +17,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/handoff-a2a/handoff/acceptance"
+	"github.com/handoff-a2a/handoff/artifacts"
 	"github.com/handoff-a2a/handoff/delegation"
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/mcp"
@@ -30,7 +31,10 @@ type delegating struct {
 	sender *delegation.Sender
 	gate   *acceptance.Gate
 	ledger *acceptance.BoltLedger
-	self   func() delegation.Hop // this agent in a provenance chain
+	// artifacts holds the peers' artifacts by digest (DATA_DIR/artifacts),
+	// each bounded in size: the ledger's evidence digests name them.
+	artifacts *artifacts.Store
+	self      func() delegation.Hop // this agent in a provenance chain
 }
 
 // newDelegating builds the outbound side when a skill delegates; nil otherwise.
@@ -56,6 +60,10 @@ func newDelegating(c *Config, t *tools, self func() delegation.Hop) (*delegating
 	if err != nil {
 		return nil, err
 	}
+	arts, err := artifacts.NewStore(filepath.Join(c.DataDir, "artifacts"))
+	if err != nil {
+		return nil, err
+	}
 	ledger, err := acceptance.OpenBoltLedger(filepath.Join(c.DataDir, "ledger.db"))
 	if err != nil {
 		return nil, err
@@ -69,7 +77,7 @@ func newDelegating(c *Config, t *tools, self func() delegation.Hop) (*delegating
 		ledger.Close()
 		return nil, fmt.Errorf("%s: %w", c.path, err)
 	}
-	return &delegating{peers: dir, sender: delegation.NewSender(), gate: gate, ledger: ledger, self: self}, nil
+	return &delegating{peers: dir, sender: delegation.NewSender(), gate: gate, ledger: ledger, artifacts: arts, self: self}, nil
 }
 
 // verifierTools runs the gate's verifier calls through the governed MCP
@@ -280,7 +288,13 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 		return
 	}
 	rec.RemoteState = final.Status.State
-	decision, ok := s.decide(ctx, ec, final, yield)
+	digests, err := s.keep(ctx, final.Artifacts)
+	if err != nil {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec,
+			fmt.Sprintf("The peer's artifacts were not kept (peer %s, task %s): %v", peer.Name, final.ID, err))), nil)
+		return
+	}
+	decision, ok := s.decide(ctx, ec, final, digests, yield)
 	if !ok {
 		return
 	}
@@ -309,10 +323,30 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 	yield(ev, nil)
 }
 
+// keep stores the peer's final artifacts, whole (the peer's GetTask has
+// assembled their chunks), content-addressed and bounded in size, and
+// returns the digest of each named one.
+func (s *delegateSkill) keep(ctx context.Context, arts []*a2a.Artifact) (map[string]string, error) {
+	digests := make(map[string]string, len(arts))
+	for _, a := range arts {
+		if a == nil {
+			continue
+		}
+		d, err := s.d.artifacts.Put(ctx, a)
+		if err != nil {
+			return nil, fmt.Errorf("artifact %q: %w", a.Name, err)
+		}
+		if _, seen := digests[a.Name]; a.Name != "" && !seen { // the gate reads the first of a name
+			digests[a.Name] = d
+		}
+	}
+	return digests, nil
+}
+
 // decide runs the gate on the peer's final task, checking an unknown
 // decision again with backoff within the skill's bound. ok is false when
 // the task ended or should stop.
-func (s *delegateSkill) decide(ctx context.Context, ec *a2asrv.ExecutorContext, final *a2a.Task,
+func (s *delegateSkill) decide(ctx context.Context, ec *a2asrv.ExecutorContext, final *a2a.Task, digests map[string]string,
 	yield func(a2a.Event, error) bool) (acceptance.Decision, bool) {
 	reverify := 2
 	if s.cfg.Reverify != nil {
@@ -320,7 +354,7 @@ func (s *delegateSkill) decide(ctx context.Context, ec *a2asrv.ExecutorContext, 
 	}
 	for attempt := 0; ; attempt++ {
 		decision, err := s.d.gate.Decide(ctx, s.id, acceptance.Completion{DelegationID: string(ec.TaskID),
-			RemoteState: final.Status.State, Artifacts: final.Artifacts, Attempt: attempt})
+			RemoteState: final.Status.State, Artifacts: final.Artifacts, Attempt: attempt, Digests: digests})
 		if err != nil {
 			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The acceptance gate could not decide: "+err.Error())), nil)
 			return decision, false

@@ -50,6 +50,11 @@ type Completion struct {
 	// the first re-verification. The caller keeps it in its durable delegation record, so the
 	// bound holds across restarts.
 	Attempt int
+	// Digests, when set, maps artifact names to the digests under which the caller's
+	// content-addressed artifact store holds them (artifacts.Digest). The ledger entry records
+	// these as the evidence digests, so each one names stored content; an artifact without
+	// one gets the SHA-256 of its data.
+	Digests map[string]string
 }
 
 // An Outcome is the gate's verdict on a completion.
@@ -443,6 +448,10 @@ func (v verifier) arguments(evidence map[string]any) (map[string]any, string) {
 func (g *Gate) commit(ctx context.Context, contract *Contract, c Completion, evidence map[string]any, verifiers []Check) (*Entry, error) {
 	digests := make(map[string]string, len(evidence))
 	for name, data := range evidence {
+		if d, ok := c.Digests[name]; ok {
+			digests[name] = d
+			continue
+		}
 		d, err := digest(data)
 		if err != nil {
 			return nil, fmt.Errorf("digest of artifact %q: %w", name, err)

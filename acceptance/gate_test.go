@@ -424,3 +424,16 @@ func TestOutcomeString(t *testing.T) {
 		}
 	}
 }
+
+// A digest the caller's artifact store gave is what the entry records.
+func TestDecideStoredDigest(t *testing.T) {
+	c := completed(receipt(nil))
+	c.Digests = map[string]string{"receipt": "sha256:" + strings.Repeat("ab", 32)}
+	d, err := newGate(t, openLedger(t), &tools{result: settled()}).Decide(t.Context(), "refund", c)
+	if err != nil || d.LedgerEntry == nil {
+		t.Fatalf("Decide: %+v, %v", d, err)
+	}
+	if got := d.LedgerEntry.EvidenceDigests["receipt"]; got != c.Digests["receipt"] {
+		t.Errorf("receipt digest %q, want the stored artifact's %q", got, c.Digests["receipt"])
+	}
+}

@@ -23,8 +23,9 @@ type Entry struct {
 	Skill string `json:"skill"`
 	// ContractVersion is the version of the contract the evidence was checked against.
 	ContractVersion string `json:"contract_version"`
-	// EvidenceDigests maps each artifact name to the SHA-256 (hex) of its RFC 8785 canonical
-	// JSON data.
+	// EvidenceDigests maps each artifact name to the digest the artifact store holds it under
+	// ("sha256:" and the hex SHA-256 of its canonical parts, see [Completion.Digests]), or,
+	// without a store, to the SHA-256 (hex) of the RFC 8785 canonical JSON of its data.
 	EvidenceDigests map[string]string `json:"evidence_digests"`
 	// Verifiers holds the verifier checks, all passed.
 	Verifiers []Check `json:"verifiers,omitempty"`

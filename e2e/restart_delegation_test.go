@@ -15,6 +15,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/handoff-a2a/handoff/acceptance"
+	"github.com/handoff-a2a/handoff/artifacts"
 	"github.com/handoff-a2a/handoff/delegation"
 )
 
@@ -223,6 +224,18 @@ skills:
 	entries, err := l.List(t.Context(), 0)
 	if err != nil || len(entries) != 1 || entries[0].DelegationID != string(local) || entries[0].Skill != "slow-work" {
 		t.Fatalf("ledger: %+v %v", entries, err)
+	}
+	// The evidence digest names the peer's artifact as the front stored it.
+	store, err := artifacts.NewStore(filepath.Join(frontDir, "artifacts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := store.Get(t.Context(), entries[0].EvidenceDigests["slow__work"])
+	if err != nil {
+		t.Fatalf("the evidence's artifact in the front's store: %v", err)
+	}
+	if d, _ := artifacts.Digest(final.Artifacts[0]); d != entries[0].EvidenceDigests["slow__work"] || len(kept.Parts) != len(final.Artifacts[0].Parts) {
+		t.Fatalf("stored artifact %s has %d parts; the task's artifact digests %s", entries[0].EvidenceDigests["slow__work"], len(kept.Parts), d)
 	}
 }
 
