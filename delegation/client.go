@@ -50,7 +50,9 @@ func (s *Sender) client(ctx context.Context, peer PeerStatus) (*a2aclient.Client
 		next = http.DefaultTransport
 	}
 	hc := &http.Client{Transport: extensionHeader{next: next}, Jar: s.http.Jar}
-	client, err := a2aclient.NewFromCard(ctx, peer.Card,
+	// Built from the card, without I/O: even once ctx has ended, the client
+	// is needed to cancel the peer's task.
+	client, err := a2aclient.NewFromCard(context.WithoutCancel(ctx), peer.Card,
 		a2aclient.WithConfig(a2aclient.Config{PreferredTransports: []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON}}),
 		a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc))
 	if err != nil {
