@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	neturl "net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,9 +78,14 @@ func WithRedisTimeout(d time.Duration) RedisOption {
 	})
 }
 
-// OpenRedis connects to the Redis at url (redis://, rediss:// or unix://, as
-// go-redis's ParseURL reads them) and checks that it answers. namespace
-// prefixes every key; it must be non-empty and hold no braces.
+// OpenRedis connects to the Redis at url and checks that it answers. The URL
+// names one server (redis://[USER:PASSWORD@]HOST:PORT/DB, rediss:// or
+// unix://, as go-redis's ParseURL reads them); with a master_name parameter
+// the host and each addr parameter are Sentinels
+// (redis://S1:26379/0?master_name=mymaster&addr=S2:26379); with addr
+// parameters only they are Cluster seed nodes
+// (redis://N1:6379?addr=N2:6379&addr=N3:6379). namespace prefixes every key;
+// it must be non-empty and hold no braces.
 func OpenRedis(ctx context.Context, url string, namespace string, opts ...RedisOption) (*RedisStore, error) {
 	cfg := redisConfig{timeout: 2 * time.Second}
 	for _, o := range opts {
@@ -88,35 +94,16 @@ func OpenRedis(ctx context.Context, url string, namespace string, opts ...RedisO
 	if namespace == "" || strings.ContainsAny(namespace, "{}") {
 		return nil, fmt.Errorf("open redis task store: namespace %q: must be non-empty, without braces", namespace)
 	}
-	o, err := redis.ParseURL(url)
+	uo, network, err := universalOptions(url)
 	if err != nil {
-		// ParseURL's errors do not echo the URL, which may hold a password.
+		// go-redis's parse errors do not echo the URL, which may hold a password.
 		return nil, fmt.Errorf("open redis task store: %w", err)
 	}
-	// The universal client takes the parsed options so that Cluster and
-	// Sentinel URLs can be accepted later without changing the store.
-	uo := &redis.UniversalOptions{
-		Addrs:        []string{o.Addr},
-		ClientName:   o.ClientName,
-		DB:           o.DB,
-		Protocol:     o.Protocol,
-		Username:     o.Username,
-		Password:     o.Password,
-		TLSConfig:    o.TLSConfig,
-		PoolSize:     o.PoolSize,
-		MinIdleConns: o.MinIdleConns,
-		MaxIdleConns: o.MaxIdleConns,
-		DialTimeout:  cfg.timeout,
-		ReadTimeout:  cfg.timeout,
-		WriteTimeout: cfg.timeout,
-		PoolTimeout:  cfg.timeout,
-		// One retry replaces a pooled connection that died with a restarted
-		// server; more would multiply the time a down server holds a call.
-		MaxRetries:            1,
-		DialerRetries:         1,
-		ContextTimeoutEnabled: true,
-	}
-	if o.Network == "unix" {
+	uo.DialTimeout, uo.ReadTimeout, uo.WriteTimeout, uo.PoolTimeout = cfg.timeout, cfg.timeout, cfg.timeout, cfg.timeout
+	// One retry replaces a pooled connection that died with a restarted
+	// server; more would multiply the time a down server holds a call.
+	uo.MaxRetries, uo.DialerRetries, uo.ContextTimeoutEnabled = 1, 1, true
+	if network == "unix" {
 		uo.Dialer = func(ctx context.Context, _, addr string) (net.Conn, error) {
 			d := net.Dialer{Timeout: cfg.timeout}
 			return d.DialContext(ctx, "unix", addr)
@@ -127,9 +114,47 @@ func OpenRedis(ctx context.Context, url string, namespace string, opts ...RedisO
 	defer cancel()
 	if err := s.rdb.Ping(cctx).Err(); err != nil {
 		s.rdb.Close()
-		return nil, fmt.Errorf("open redis task store at %s: %w", o.Addr, s.fail(ctx, err))
+		return nil, fmt.Errorf("open redis task store at %s: %w", strings.Join(uo.Addrs, ","), s.fail(ctx, err))
 	}
 	return s, nil
+}
+
+// universalOptions reads a store URL in one of three forms: one server
+// (redis://[USER:PASSWORD@]HOST:PORT/DB, rediss://, unix://), Sentinel (a
+// master_name parameter: the host and each addr parameter are sentinels),
+// or Cluster (addr parameters: the host and each addr are seed nodes).
+func universalOptions(url string) (_ *redis.UniversalOptions, network string, _ error) {
+	u, err := neturl.Parse(url)
+	if err != nil {
+		return nil, "", errors.New("store URL does not parse")
+	}
+	q := u.Query()
+	switch {
+	case q.Has("master_name"):
+		o, err := redis.ParseFailoverURL(url)
+		if err != nil {
+			return nil, "", err
+		}
+		return &redis.UniversalOptions{Addrs: o.SentinelAddrs, MasterName: o.MasterName,
+			SentinelUsername: o.SentinelUsername, SentinelPassword: o.SentinelPassword,
+			ClientName: o.ClientName, DB: o.DB, Protocol: o.Protocol, Username: o.Username, Password: o.Password,
+			TLSConfig: o.TLSConfig, PoolSize: o.PoolSize, MinIdleConns: o.MinIdleConns, MaxIdleConns: o.MaxIdleConns}, "", nil
+	case q.Has("addr"):
+		o, err := redis.ParseClusterURL(url)
+		if err != nil {
+			return nil, "", err
+		}
+		return &redis.UniversalOptions{Addrs: o.Addrs, IsClusterMode: true,
+			ClientName: o.ClientName, Protocol: o.Protocol, Username: o.Username, Password: o.Password,
+			TLSConfig: o.TLSConfig, PoolSize: o.PoolSize, MinIdleConns: o.MinIdleConns, MaxIdleConns: o.MaxIdleConns}, "", nil
+	}
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, "", err
+	}
+	return &redis.UniversalOptions{Addrs: []string{o.Addr},
+		ClientName: o.ClientName, DB: o.DB, Protocol: o.Protocol, Username: o.Username, Password: o.Password,
+		TLSConfig: o.TLSConfig, PoolSize: o.PoolSize, MinIdleConns: o.MinIdleConns, MaxIdleConns: o.MaxIdleConns}, o.Network, nil
 }
 
 // Close closes the connections. Calls after Close fail with [ErrClosed].

@@ -112,34 +112,59 @@ func openRedis(tb testing.TB, url string, opts ...tasks.RedisOption) (*tasks.Red
 	}
 	tb.Cleanup(func() {
 		s.Close()
-		c := redisClient(tb, url)
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, "handoff:{"+ns+"}:*", 500).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
-		}
-		if err := iter.Err(); err != nil {
-			tb.Errorf("delete keys of namespace %s: %v", ns, err)
-		}
+		deleteKeys(tb, redisClient(tb, url), "handoff:{"+ns+"}:*")
 	})
 	return s, "handoff:{" + ns + "}:"
 }
 
-func redisClient(tb testing.TB, url string) *redis.Client {
-	o, err := redis.ParseURL(url)
-	if err != nil {
-		tb.Fatal(err)
+// redisClient is a client of its own for a store URL: one server, or a
+// Cluster when the URL lists seed nodes (addr parameters).
+func redisClient(tb testing.TB, url string) redis.UniversalClient {
+	var c redis.UniversalClient
+	if strings.Contains(url, "addr=") {
+		o, err := redis.ParseClusterURL(url)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		c = redis.NewClusterClient(o)
+	} else {
+		o, err := redis.ParseURL(url)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		c = redis.NewClient(o)
 	}
-	c := redis.NewClient(o)
 	tb.Cleanup(func() { c.Close() })
 	return c
+}
+
+// deleteKeys deletes the keys matching pattern, on every master of a Cluster.
+func deleteKeys(tb testing.TB, c redis.UniversalClient, pattern string) {
+	ctx := context.Background()
+	del := func(ctx context.Context, c *redis.Client) error {
+		it := c.Scan(ctx, 0, pattern, 500).Iterator()
+		for it.Next(ctx) {
+			c.Del(ctx, it.Val())
+		}
+		return it.Err()
+	}
+	var err error
+	switch c := c.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, del)
+	case *redis.Client:
+		err = del(ctx, c)
+	}
+	if err != nil {
+		tb.Errorf("delete keys %s: %v", pattern, err)
+	}
 }
 
 // corruptibleRedis damages records with its own client, in the layout
 // RedisStore documents.
 type corruptibleRedis struct {
 	*tasks.RedisStore
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	prefix string
 }
 

@@ -492,10 +492,9 @@ func (e *Engine) cancelElsewhere(ctx context.Context, h *hub, id a2a.TaskID) (t 
 		return nil, false, nil
 	}
 	e.followRemote(h)
-	if n, err := e.rep.store.RequestCancel(ctx, id); err != nil {
+	// How many heard is no answer: a Cluster counts only one node's listeners.
+	if _, err := e.rep.store.RequestCancel(ctx, id); err != nil {
 		return nil, true, e.publicError(ctx, "cancel task", id, err)
-	} else if n == 0 {
-		return nil, false, nil
 	}
 	timeout := time.NewTimer(e.rep.ttl)
 	defer timeout.Stop()

@@ -19,7 +19,11 @@ const testLease = 900 * time.Millisecond
 // store (connections) and executor, as n processes would.
 func replicas(t *testing.T, n int, opts ...tasks.Option) ([]*tasks.Engine, []*scriptExec, []*tasks.RedisStore) {
 	t.Helper()
-	url := redisURL(t)
+	return replicasOn(t, redisURL(t), n, opts...)
+}
+
+func replicasOn(t *testing.T, url string, n int, opts ...tasks.Option) ([]*tasks.Engine, []*scriptExec, []*tasks.RedisStore) {
+	t.Helper()
 	first, prefix := openRedis(t, url)
 	ns := strings.TrimSuffix(strings.TrimPrefix(prefix, "handoff:{"), "}:")
 	var (
