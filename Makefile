@@ -18,6 +18,8 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME) ./tasks
 	go test -run '^$$' -fuzz '^FuzzAppendEvent$$' -fuzztime $(FUZZTIME) ./tasks
 	go test -run '^$$' -fuzz '^FuzzEncodeTaskRecord$$' -fuzztime $(FUZZTIME) ./tasks
+	go test -run '^$$' -fuzz '^FuzzStoreURL$$' -fuzztime $(FUZZTIME) ./tasks
+	go test -run '^$$' -fuzz '^FuzzDecodeEntries$$' -fuzztime $(FUZZTIME) ./tasks
 	go test -run '^$$' -fuzz '^FuzzJSONRPCRequest$$' -fuzztime $(FUZZTIME) .
 	go test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) .
 	go test -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(FUZZTIME) ./internal/auth

@@ -96,7 +96,6 @@ func OpenRedis(ctx context.Context, url string, namespace string, opts ...RedisO
 	}
 	uo, network, err := universalOptions(url)
 	if err != nil {
-		// go-redis's parse errors do not echo the URL, which may hold a password.
 		return nil, fmt.Errorf("open redis task store: %w", err)
 	}
 	uo.DialTimeout, uo.ReadTimeout, uo.WriteTimeout, uo.PoolTimeout = cfg.timeout, cfg.timeout, cfg.timeout, cfg.timeout
@@ -123,11 +122,17 @@ func OpenRedis(ctx context.Context, url string, namespace string, opts ...RedisO
 // (redis://[USER:PASSWORD@]HOST:PORT/DB, rediss://, unix://), Sentinel (a
 // master_name parameter: the host and each addr parameter are sentinels),
 // or Cluster (addr parameters: the host and each addr are seed nodes).
-func universalOptions(url string) (_ *redis.UniversalOptions, network string, _ error) {
+func universalOptions(url string) (_ *redis.UniversalOptions, network string, err error) {
 	u, err := neturl.Parse(url)
 	if err != nil {
-		return nil, "", errors.New("store URL does not parse")
+		return nil, "", errors.New("store URL does not parse") // url.Error would repeat the URL
 	}
+	// go-redis's parse errors may quote parts of the URL: never its password.
+	defer func() {
+		if p, ok := u.User.Password(); ok && err != nil && p != "" && strings.Contains(err.Error(), p) {
+			err = errors.New(strings.ReplaceAll(err.Error(), p, "REDACTED"))
+		}
+	}()
 	q := u.Query()
 	switch {
 	case q.Has("master_name"):
