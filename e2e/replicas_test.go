@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/http"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -237,5 +239,124 @@ func TestReplicasHundredTasks(t *testing.T) {
 				t.Fatalf("ListTasks on replica %d: task %s in %s, want %s (known: %v)", i, task.ID, task.Status.State, w, ok)
 			}
 		}
+	}
+}
+
+// redisProcess is a redis-server of one test, with AOF persistence
+// (appendfsync always) in its own directory, so it can crash and come back
+// with every acknowledged write.
+type redisProcess struct {
+	t    *testing.T
+	port int
+	dir  string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func startRedisProcess(t *testing.T) *redisProcess {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	r := &redisProcess{t: t, port: port, dir: t.TempDir()}
+	r.start()
+	t.Cleanup(r.kill)
+	return r
+}
+
+func (r *redisProcess) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", r.port) }
+
+func (r *redisProcess) start() {
+	r.t.Helper()
+	r.cmd = exec.Command("redis-server", "--port", fmt.Sprint(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
+		"--appendonly", "yes", "--appendfsync", "always", "--save", "")
+	if err := r.cmd.Start(); err != nil {
+		r.t.Fatalf("start redis-server (install it: apt-get install redis-server): %v", err)
+	}
+	r.done = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(r.cmd, r.done)
+	o, _ := redis.ParseURL(r.url())
+	c := redis.NewClient(o)
+	defer c.Close()
+	deadline := time.Now().Add(readyTimeout)
+	for c.Ping(r.t.Context()).Err() != nil {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("redis-server on port %d did not answer within %s", r.port, readyTimeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// kill ends the server with SIGKILL, as a crash would.
+func (r *redisProcess) kill() {
+	if r.cmd != nil && r.cmd.Process != nil {
+		_ = r.cmd.Process.Kill()
+		<-r.done
+	}
+}
+
+// readyz returns the status of a replica's readiness endpoint.
+func readyz(t *testing.T, a *agent) int {
+	status, _, err := httpGet(t.Context(), a.base+"/readyz")
+	if err != nil {
+		return 0
+	}
+	return status
+}
+
+// TestReplicasRedisRestart: Redis crashes under two replicas and comes
+// back from its append-only file. During the outage requests fail at once
+// with a clear error and /readyz answers 503; afterwards every acknowledged
+// task is there, on both replicas, and new ones run.
+func TestReplicasRedisRestart(t *testing.T) {
+	srv := startRedisProcess(t)
+	store := map[string]any{"kind": "redis", "url": srv.url(), "namespace": "restart"}
+	rs := []*agent{startAgent(t, agentConfig{store: store}), startAgent(t, agentConfig{store: store})}
+	clients := []*a2aclient.Client{jsonrpcClient(t, rs[0]), jsonrpcClient(t, rs[1])}
+	var acked []a2a.TaskID
+	before := map[a2a.TaskID]string{}
+	for i := range 10 {
+		task := sendTask(t, clients[i%2], &a2a.SendMessageRequest{Message: userMessage(uniqueID("tck-artifact-text"), "before the crash")})
+		acked = append(acked, task.ID)
+		before[task.ID] = asJSON(t, getTask(t, clients[(i+1)%2], task.ID))
+	}
+
+	srv.kill()
+	for i, c := range clients {
+		start := time.Now()
+		_, err := c.SendMessage(callCtx(t), &a2a.SendMessageRequest{Message: userMessage(uniqueID("tck-complete-task"), "during the outage")})
+		if err == nil || !strings.Contains(err.Error(), "store") {
+			t.Fatalf("send on replica %d with Redis down: %v, want an error naming the store", i, err)
+		}
+		t.Logf("send on replica %d with Redis down, after %s: %v", i, time.Since(start).Round(time.Millisecond), err)
+		if took := time.Since(start); took > 5*time.Second {
+			t.Fatalf("send on replica %d with Redis down failed after %s, want it to fail fast", i, took)
+		}
+		if status := readyz(t, rs[i]); status != http.StatusServiceUnavailable {
+			t.Fatalf("/readyz of replica %d with Redis down = %d, want 503", i, status)
+		}
+	}
+
+	srv.start()
+	for i, a := range rs {
+		deadline := time.Now().Add(readyTimeout)
+		for readyz(t, a) != http.StatusOK {
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d not ready %s after Redis came back", i, readyTimeout)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for i, c := range clients {
+		for _, id := range acked {
+			if got := asJSON(t, getTask(t, c, id)); got != before[id] {
+				t.Fatalf("task %s on replica %d after the restart:\n got %s\nwant %s", id, i, got, before[id])
+			}
+		}
+		wantState(t, fmt.Sprintf("send on replica %d after the restart", i),
+			sendTask(t, c, &a2a.SendMessageRequest{Message: userMessage(uniqueID("tck-complete-task"), "after")}), a2a.TaskStateCompleted)
 	}
 }

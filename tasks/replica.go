@@ -145,7 +145,7 @@ func (e *Engine) claimTask(ctx context.Context, id a2a.TaskID, h *hub, owner Own
 	}
 	ok, err := e.rep.store.Claim(ctx, id, e.rep.id, e.rep.ttl)
 	if err != nil {
-		return nil, false, e.publicError(ctx, "claim task", id, err)
+		return nil, false, e.publicError(ctx, "start task", id, err) // the lease is ours to know
 	}
 	if !ok {
 		return nil, false, a2a.NewError(a2a.ErrUnsupportedOperation,
