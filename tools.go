@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"sync"
 
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/mcp"
@@ -17,6 +18,8 @@ type tools struct {
 	manager  *mcp.Manager
 	pipeline *mcp.Pipeline
 	audit    *mcp.BoltAudit
+
+	reloading sync.Mutex // one reload at a time: the pipeline and the servers change together
 }
 
 // newTools builds the MCP manager and pipeline from the config; nil when the
@@ -83,6 +86,8 @@ func toolContracts(c *Config) []mcp.Contract {
 // Both sets are checked before either is applied, so a refused config
 // changes nothing.
 func (t *tools) reload(c *Config) error {
+	t.reloading.Lock()
+	defer t.reloading.Unlock()
 	servers := serverConfigs(c)
 	if err := mcp.CheckServers(servers); err != nil {
 		return fmt.Errorf("%s: mcp_servers: %w", c.path, err)
