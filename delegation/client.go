@@ -9,6 +9,8 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
+
+	"github.com/handoff-a2a/handoff/tasks"
 )
 
 // ErrNoFinalState means the peer's task could not be followed to an end:
@@ -64,7 +66,9 @@ func (s *Sender) client(ctx context.Context, peer PeerStatus) (*a2aclient.Client
 // Delegate sends msg, with env attached, to the peer and returns the peer's
 // final task. progress sees every event as it arrives; the first one names
 // the peer's task. When ctx ends before the peer's task does (a local
-// cancel, or the envelope's deadline), the remote task is cancelled too.
+// cancel, or the envelope's deadline), the remote task is cancelled too,
+// unless ctx ended with cause [tasks.ErrShutdown]: the agent is stopping
+// and will follow the peer's task again when it starts.
 // Sending the same envelope again (same idempotency key) to a Handoff peer
 // follows the task the first send started instead of starting another.
 func (s *Sender) Delegate(ctx context.Context, peer PeerStatus, msg *a2a.Message, env *Envelope, progress func(a2a.Event)) (*a2a.Task, error) {
@@ -142,7 +146,9 @@ func (s *Sender) follow(ctx context.Context, client *a2aclient.Client, peer Peer
 		}
 	}
 	if ctx.Err() != nil {
-		if remote != "" { // our task ended first: the peer's must too
+		// Our task ended first: the peer's must too, unless our agent is
+		// only stopping and will follow the peer's task again at its start.
+		if remote != "" && !errors.Is(context.Cause(ctx), tasks.ErrShutdown) {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			_, _ = client.CancelTask(cctx, &a2a.CancelTaskRequest{ID: remote})
 			cancel()

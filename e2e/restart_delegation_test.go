@@ -91,6 +91,24 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 // and commits, the ledger holds exactly one entry, and the peer saw one
 // task and one tool call.
 func TestDelegationSurvivesKill9(t *testing.T) {
+	delegationSurvivesRestart(t, func(front *agent) { front.kill9() })
+}
+
+// TestDelegationSurvivesGracefulRestart: the same with SIGINT, whose
+// shutdown grace ends before the peer's task: the front exits 0, leaves its
+// task working and the peer's task running, and takes both up again.
+func TestDelegationSurvivesGracefulRestart(t *testing.T) {
+	delegationSurvivesRestart(t, func(front *agent) {
+		if code := front.stop(os.Interrupt); code != 0 {
+			t.Fatalf("front exited with code %d after SIGINT, want 0%s", code, front.exitReason(code))
+		}
+	})
+}
+
+// delegationSurvivesRestart stops the front agent with stop while its peer
+// works on the delegated task, restarts it and checks the delegation ends
+// committed, once.
+func delegationSurvivesRestart(t *testing.T, stop func(front *agent)) {
 	tool := filepath.Join(t.TempDir(), "slowtool")
 	if out, err := exec.Command("go", "build", "-o", tool, "./testdata/slowtool").CombinedOutput(); err != nil {
 		t.Fatalf("build the slow MCP tool: %v\n%s", err, out)
@@ -154,7 +172,7 @@ skills:
 	})
 	eventually(t, 20*time.Second, "the peer's tool is called", func() bool { _, err := os.Stat(calls); return err == nil })
 
-	front.kill9()
+	stop(front)
 
 	pc := jsonrpcClient(t, peer)
 	if task, err := pc.GetTask(callCtx(t), &a2a.GetTaskRequest{ID: a2a.TaskID(rec.RemoteTaskID)}); err != nil || task.Status.State.Terminal() {

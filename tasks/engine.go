@@ -831,7 +831,9 @@ func (e *Engine) GetExtendedAgentCard(ctx context.Context, _ *a2a.GetExtendedAge
 // Shutdown stops taking new messages and waits for running executions to
 // finish. When ctx ends first, the tasks still running are failed with a
 // status message saying the agent shut down, so their streams get a final
-// event. It does not close the store.
+// event, except those the executor can resume (see [Resumer]): their
+// executions are stopped with cause [ErrShutdown] and the tasks stay
+// working, for the next start to take up. It does not close the store.
 func (e *Engine) Shutdown(ctx context.Context) error {
 	defer e.stopReplica() // last: the runs' leases are renewed until they end
 	e.life.Lock()
@@ -856,7 +858,9 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	}
 	e.mu.Unlock()
 	for _, r := range runs {
-		r.abort("The agent shut down before this task finished. Send the request again.")
+		if !r.detach() {
+			r.abort("The agent shut down before this task finished. Send the request again.")
+		}
 	}
 	return ctx.Err()
 }

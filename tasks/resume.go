@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"log/slog"
 	"strings"
@@ -9,6 +10,12 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 )
+
+// ErrShutdown is the cause ([context.Cause]) with which an execution's
+// context ends when [Engine.Shutdown] leaves its task for the next start to
+// resume. The executor should leave running what it handed to others (a
+// peer's task): it takes it up again then.
+var ErrShutdown = errors.New("the agent is shutting down; the task resumes at its next start")
 
 // A Resumer is an executor that can take up a task the previous process
 // left submitted or working, instead of the engine failing it: a delegation
@@ -67,4 +74,22 @@ func userOf(o Owner) *a2asrv.User {
 		return nil
 	}
 	return a2asrv.NewAuthenticatedUser(name, map[string]any{TenantAttribute: o.Tenant})
+}
+
+// detach ends a run at shutdown without ending its task, when the task is
+// still submitted or working and the executor can resume it at the next
+// start. It reports whether it did; the caller aborts the run otherwise.
+func (r *run) detach() bool {
+	r.mu.Lock()
+	if r.ended || r.cur == nil || final(r.cur.Task.Status.State) || !r.e.resumable(r.cur.Task) {
+		r.mu.Unlock()
+		return false
+	}
+	r.ended = true // the executor's last events, answering the cancellation, are not stored
+	r.flushLocked()
+	r.mu.Unlock()
+	r.e.cfg.logger.Info("task left to resume at the next start", slog.String("task_id", string(r.ec.TaskID)))
+	r.stop(ErrShutdown)
+	r.finish()
+	return true
 }

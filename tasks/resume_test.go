@@ -2,6 +2,7 @@ package tasks_test
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"path/filepath"
 	"strings"
@@ -128,5 +129,89 @@ func TestRestartResumesTasks(t *testing.T) {
 	got, err = e2.GetTask(t.Context(), &a2a.GetTaskRequest{ID: canceled})
 	if err != nil || got.Status.State != a2a.TaskStateCanceled {
 		t.Fatalf("canceled resumed task: %v %v", got, err)
+	}
+}
+
+// leaver works on "wait" until its context ends, reports the cause, and
+// then answers with a failure that must not be stored.
+type leaver struct {
+	resumer
+	causes chan error
+}
+
+func (x *leaver) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	if textOf(ec.Message) != "wait" {
+		return x.resumer.Execute(ctx, ec)
+	}
+	return func(yield func(a2a.Event, error) bool) {
+		if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) || !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
+			return
+		}
+		<-ctx.Done()
+		x.causes <- context.Cause(ctx)
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, nil), nil)
+	}
+}
+
+// TestShutdownLeavesResumableTasks: a shutdown that runs out of time stops
+// a task its executor can resume with cause ErrShutdown and leaves it
+// working, and the next start resumes it; another running task is failed.
+func TestShutdownLeavesResumableTasks(t *testing.T) {
+	dir := t.TempDir()
+	st, err := tasks.OpenBolt(filepath.Join(dir, "tasks.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &leaver{resumer: resumer{scriptExec: scriptExec{release: make(chan struct{})}}, causes: make(chan error, 1)}
+	e, err := tasks.NewEngine(t.Context(), st, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(text string) a2a.TaskID {
+		req := send(text)
+		req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
+		res, err := e.SendMessage(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.(*a2a.Task).ID
+	}
+	left, lost := start("wait"), start("hang")
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := e.Shutdown(ctx); err == nil {
+		t.Fatal("Shutdown returned nil with tasks still running")
+	}
+	if cause := <-x.causes; !errors.Is(cause, tasks.ErrShutdown) {
+		t.Fatalf("the left task's context ended with %v, want ErrShutdown", cause)
+	}
+	owner := tasks.Owner{Principal: tasks.AnonymousPrincipal}
+	if snap, err := st.Get(t.Context(), owner, left); err != nil || snap.Task.Status.State != a2a.TaskStateWorking {
+		t.Fatalf("the resumable task after shutdown: %v %v", snap, err)
+	}
+	if snap, err := st.Get(t.Context(), owner, lost); err != nil || snap.Task.Status.State != a2a.TaskStateFailed ||
+		!strings.Contains(textOf(snap.Task.Status.Message), "shut down") {
+		t.Fatalf("the other task after shutdown: %v %v", snap, err)
+	}
+	st.Close()
+
+	y := &resumer{scriptExec: scriptExec{release: make(chan struct{})}, resumed: make(chan a2a.TaskID, 1)}
+	_, e2 := openEngine(t, dir, y)
+	if id := <-y.resumed; id != left {
+		t.Fatalf("resumed %s, want %s", id, left)
+	}
+	first := true
+	for _, err := range e2.SubscribeToTask(t.Context(), &a2a.SubscribeToTaskRequest{ID: left}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first {
+			close(y.release)
+			first = false
+		}
+	}
+	got, err := e2.GetTask(t.Context(), &a2a.GetTaskRequest{ID: left})
+	if err != nil || got.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("the left task after the restart: %v %v", got, err)
 	}
 }
