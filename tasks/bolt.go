@@ -26,7 +26,7 @@ var ErrClosed = errors.New("store closed")
 var (
 	bucketTasks      = []byte("tasks")      // task id → taskRecord (JSON)
 	bucketHeads      = []byte("heads")      // task id → version, updated, owner key (binary)
-	bucketEvents     = []byte("events")     // task id, 0, seq → a2a.StreamResponse (JSON)
+	bucketEvents     = []byte("events")     // task id, 0, seq of the first → the events of one write (see eventBatchV1)
 	bucketByOwner    = []byte("by_owner")   // owner key, inverted updated, task id → state, 0, context id
 	bucketUnfinished = []byte("unfinished") // task id → nothing
 	bucketPush       = []byte("push")       // task id, 0, config id → pushRecord (JSON)
@@ -198,10 +198,7 @@ func ownerKey(o Owner) []byte {
 }
 
 func eventKey(id a2a.TaskID, seq uint64) []byte {
-	return appendEventKey(make([]byte, 0, len(id)+9), id, seq)
-}
-
-func appendEventKey(b []byte, id a2a.TaskID, seq uint64) []byte {
+	b := make([]byte, 0, len(id)+9)
 	b = append(b, id...)
 	b = append(b, 0)
 	return binary.BigEndian.AppendUint64(b, seq)
@@ -275,12 +272,8 @@ func (s *BoltStore) Append(ctx context.Context, next *Snapshot, events []a2a.Eve
 		if next.Version != prev+uint64(len(events)) {
 			return ErrConflict
 		}
-		evb := tx.Bucket(bucketEvents)
-		keys := make([]byte, 0, len(encoded)*(len(id)+9)) // one allocation for every key
-		for i, e := range encoded {
-			keys = appendEventKey(keys, id, prev+uint64(i)+1)
-			k := keys[len(keys)-len(id)-9:]
-			if err := evb.Put(k, e); err != nil {
+		if len(events) > 0 {
+			if err := tx.Bucket(bucketEvents).Put(eventKey(id, prev+1), encoded); err != nil {
 				return err
 			}
 		}
@@ -377,16 +370,25 @@ func (s *BoltStore) Events(_ context.Context, owner Owner, id a2a.TaskID, after 
 			return ErrNotFound
 		}
 		prefix := append([]byte(id), 0)
+		isEvent := func(k []byte) bool { return len(k) == len(prefix)+8 && bytes.HasPrefix(k, prefix) }
+		start := eventKey(id, after+1)
 		c := tx.Bucket(bucketEvents).Cursor()
-		for k, v := c.Seek(eventKey(id, after+1)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			if len(k) != len(prefix)+8 {
+		k, v := c.Seek(start)
+		if !bytes.Equal(k, start) {
+			// The write holding event after+1 may have started before it.
+			if pk, pv := c.Prev(); isEvent(pk) {
+				k, v = pk, pv
+			} else {
+				k, v = c.Seek(start)
+			}
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if !isEvent(k) {
 				continue
 			}
-			var sr a2a.StreamResponse
-			if err := json.Unmarshal(v, &sr); err != nil {
-				return fmt.Errorf("%w: event: %v", ErrCorrupt, err)
+			if out, err = decodeEvents(out, binary.BigEndian.Uint64(k[len(prefix):]), after, v); err != nil {
+				return err
 			}
-			out = append(out, Event{Seq: binary.BigEndian.Uint64(k[len(prefix):]), Event: sr.Event})
 		}
 		return nil
 	})

@@ -2,7 +2,10 @@ package tasks
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 
@@ -45,17 +48,27 @@ func newRecordCodec() *recordCodec {
 	return &recordCodec{tasks: map[a2a.TaskID]*encodedTask{}}
 }
 
-// encodeEvents returns each event in its a2a.StreamResponse form, all in one
-// buffer, and the artifacts of artifact updates with their JSON in it.
-func encodeEvents(events []a2a.Event) ([][]byte, []encodedPart[a2a.Artifact], error) {
-	buf := make([]byte, 0, 256*len(events))
-	ends := make([]int, len(events))
+// eventBatchV1 opens a value of the events bucket that holds the events of
+// one write: each a 4-byte big-endian length and the event's JSON, the first
+// at the key's sequence number. A value that starts otherwise ('{') is one
+// event, as stores before it wrote them. One value per write, not per event,
+// spares bbolt a cursor, a search and a key copy for every event.
+const eventBatchV1 = 0x01
+
+// encodeEvents returns events as one value of the events bucket, each event
+// in its a2a.StreamResponse form, and the artifacts of artifact updates with
+// their JSON in that value.
+func encodeEvents(events []a2a.Event) ([]byte, []encodedPart[a2a.Artifact], error) {
+	buf := make([]byte, 1, 1+260*len(events))
+	buf[0] = eventBatchV1
 	type span struct {
 		a          *a2a.Artifact
 		start, end int
 	}
 	var spans []span
-	for i, ev := range events {
+	for _, ev := range events {
+		buf = append(buf, 0, 0, 0, 0)
+		at := len(buf)
 		var err error
 		if e, ok := ev.(*a2a.TaskArtifactUpdateEvent); ok && e != nil && e.Artifact != nil {
 			var start, end int
@@ -66,21 +79,60 @@ func encodeEvents(events []a2a.Event) ([][]byte, []encodedPart[a2a.Artifact], er
 		} else if buf, err = appendEvent(buf, ev); err != nil {
 			return nil, nil, err
 		}
-		ends[i] = len(buf)
-	}
-	out := make([][]byte, len(events))
-	for i, end := range ends {
-		start := 0
-		if i > 0 {
-			start = ends[i-1]
+		if len(buf)-at > math.MaxUint32 {
+			return nil, nil, fmt.Errorf("event of %d bytes", len(buf)-at)
 		}
-		out[i] = buf[start:end:end]
+		binary.BigEndian.PutUint32(buf[at-4:], uint32(len(buf)-at))
 	}
 	arts := make([]encodedPart[a2a.Artifact], len(spans))
 	for i, s := range spans {
 		arts[i] = encodedPart[a2a.Artifact]{v: s.a, json: buf[s.start:s.end:s.end]}
 	}
-	return out, arts, nil
+	return buf, arts, nil
+}
+
+// decodeEvents appends to out the events after seq after in v, a value of
+// the events bucket whose first event has sequence number seq.
+func decodeEvents(out []Event, seq, after uint64, v []byte) ([]Event, error) {
+	if len(v) == 0 {
+		return nil, fmt.Errorf("%w: empty event value", ErrCorrupt)
+	}
+	if v[0] != eventBatchV1 {
+		if seq <= after {
+			return out, nil
+		}
+		return appendDecoded(out, seq, v)
+	}
+	v = v[1:]
+	if len(v) == 0 {
+		return nil, fmt.Errorf("%w: event batch without events", ErrCorrupt)
+	}
+	for ; len(v) > 0; seq++ {
+		if len(v) < 4 {
+			return nil, fmt.Errorf("%w: event batch cut short", ErrCorrupt)
+		}
+		n := binary.BigEndian.Uint32(v)
+		v = v[4:]
+		if uint64(n) > uint64(len(v)) {
+			return nil, fmt.Errorf("%w: event batch cut short", ErrCorrupt)
+		}
+		if seq > after {
+			var err error
+			if out, err = appendDecoded(out, seq, v[:n]); err != nil {
+				return nil, err
+			}
+		}
+		v = v[n:]
+	}
+	return out, nil
+}
+
+func appendDecoded(out []Event, seq uint64, b []byte) ([]Event, error) {
+	var sr a2a.StreamResponse
+	if err := json.Unmarshal(b, &sr); err != nil {
+		return nil, fmt.Errorf("%w: event %d: %v", ErrCorrupt, seq, err)
+	}
+	return append(out, Event{Seq: seq, Event: sr.Event}), nil
 }
 
 // encode returns the record of next, as decodeTaskRecord reads it. known are

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -16,9 +17,13 @@ import (
 // byte as json.Marshal does.
 func sameRecord(t *testing.T, c *recordCodec, snap *Snapshot, evs ...a2a.Event) []encodedPart[a2a.Artifact] {
 	t.Helper()
-	encoded, known, err := encodeEvents(evs)
+	value, known, err := encodeEvents(evs)
 	if err != nil {
 		t.Fatalf("encode events: %v", err)
+	}
+	encoded := frames(t, value)
+	if len(encoded) != len(evs) {
+		t.Fatalf("%d events in the value, want %d", len(encoded), len(evs))
 	}
 	for i, ev := range evs {
 		want, err := json.Marshal(a2a.StreamResponse{Event: ev})
@@ -46,6 +51,21 @@ func sameRecord(t *testing.T, c *recordCodec, snap *Snapshot, evs ...a2a.Event) 
 		t.Fatalf("record:\n got %s\nwant %s", got, want)
 	}
 	return known
+}
+
+// frames splits a batch value of the events bucket.
+func frames(t *testing.T, v []byte) [][]byte {
+	t.Helper()
+	if len(v) == 0 || v[0] != eventBatchV1 {
+		t.Fatalf("not a batch: %q", v)
+	}
+	var out [][]byte
+	for v = v[1:]; len(v) > 0; {
+		n := binary.BigEndian.Uint32(v)
+		out = append(out, v[4:4+n])
+		v = v[4+n:]
+	}
+	return out
 }
 
 // TestRecordCodecReusesParts runs a task through apply, as the engine does,
@@ -237,4 +257,136 @@ func TestDecodedCacheIsBounded(t *testing.T) {
 	if _, ok := c.entries["big"]; ok {
 		t.Fatal("a record over the size limit was cached")
 	}
+}
+
+func TestDecodeEvents(t *testing.T) {
+	task := &a2a.Task{ID: "t1", ContextID: "c1"}
+	evs := []a2a.Event{
+		a2a.NewStatusUpdateEvent(task, a2a.TaskStateWorking, nil),
+		a2a.NewArtifactEvent(task, a2a.NewTextPart("x")),
+		a2a.NewStatusUpdateEvent(task, a2a.TaskStateCompleted, nil),
+	}
+	batch, _, err := encodeEvents(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	single, err := json.Marshal(a2a.StreamResponse{Event: evs[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for after := uint64(0); after <= 13; after++ {
+		got, err := decodeEvents(nil, 10, after, batch)
+		if err != nil {
+			t.Fatalf("after %d: %v", after, err)
+		}
+		want := max(0, min(3, 12-int(after)))
+		if len(got) != want {
+			t.Fatalf("after %d: %d events, want %d", after, len(got), want)
+		}
+		for i, ev := range got {
+			g, _ := json.Marshal(a2a.StreamResponse{Event: ev.Event})
+			if seq := uint64(13 - want + i); ev.Seq != seq || !bytes.Equal(g, frames(t, batch)[seq-10]) {
+				t.Fatalf("after %d: event %d is %d %#v", after, i, ev.Seq, ev.Event)
+			}
+		}
+	}
+	if got, err := decodeEvents(nil, 5, 4, single); err != nil || len(got) != 1 || got[0].Seq != 5 {
+		t.Fatalf("a value of one event, as older stores wrote it: %v, %v", got, err)
+	}
+	if got, err := decodeEvents(nil, 5, 5, single); err != nil || len(got) != 0 {
+		t.Fatalf("a value of one event, already seen: %v, %v", got, err)
+	}
+	for name, v := range map[string][]byte{
+		"empty":          {},
+		"no events":      {eventBatchV1},
+		"short length":   {eventBatchV1, 0, 0},
+		"length too big": {eventBatchV1, 0, 0, 0, 9, '{', '}'},
+		"bad event":      append([]byte{eventBatchV1, 0, 0, 0, 1}, '{'),
+		"bad single":     []byte("{"),
+	} {
+		if _, err := decodeEvents(nil, 1, 0, v); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrCorrupt", name, err)
+		}
+	}
+}
+
+// TestBoltEventsAcrossWrites reads a task's log from every position when its
+// writes hold several events and another task's log follows it in the file.
+func TestBoltEventsAcrossWrites(t *testing.T) {
+	s, err := OpenBolt(t.TempDir()+"/tasks.db", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	owner := Owner{Principal: "p"}
+	for _, id := range []a2a.TaskID{"a", "b"} {
+		task := &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateSubmitted}}
+		snap := &Snapshot{Task: task, Owner: owner, Version: 1}
+		if err := s.Append(t.Context(), snap, []a2a.Event{task}); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{3, 1, 2} {
+			evs := make([]a2a.Event, n)
+			for i := range evs {
+				evs[i] = a2a.NewArtifactEvent(task, a2a.NewTextPart(string(id)))
+			}
+			next := &Snapshot{Task: task, Owner: owner, Version: snap.Version + uint64(n)}
+			if err := s.Append(t.Context(), next, evs); err != nil {
+				t.Fatal(err)
+			}
+			snap = next
+		}
+	}
+	for _, id := range []a2a.TaskID{"a", "b"} {
+		for after := uint64(0); after <= 8; after++ {
+			got, err := s.Events(t.Context(), owner, id, after)
+			if err != nil {
+				t.Fatalf("%s after %d: %v", id, after, err)
+			}
+			if want := max(0, 7-int(after)); len(got) != want {
+				t.Fatalf("%s after %d: %d events, want %d", id, after, len(got), want)
+			}
+			for i, ev := range got {
+				if ev.Seq != after+uint64(i)+1 || ev.Event.TaskInfo().TaskID != id {
+					t.Fatalf("%s after %d: event %d is %d of %s", id, after, i, ev.Seq, ev.Event.TaskInfo().TaskID)
+				}
+			}
+		}
+	}
+}
+
+// FuzzDecodeEvents feeds the events bucket's decode path arbitrary values: it
+// must never panic, and the events it accepts must survive a re-encode.
+func FuzzDecodeEvents(f *testing.F) {
+	task := &a2a.Task{ID: "t1", ContextID: "c1"}
+	batch, _, _ := encodeEvents([]a2a.Event{a2a.NewStatusUpdateEvent(task, a2a.TaskStateWorking, nil), a2a.NewArtifactEvent(task, a2a.NewTextPart("x"))})
+	f.Add(batch, uint8(0))
+	f.Add(batch, uint8(1))
+	single, _ := json.Marshal(a2a.StreamResponse{Event: task})
+	f.Add(single, uint8(0))
+	f.Add([]byte{eventBatchV1, 0, 0, 0, 2, '{', '}'}, uint8(0))
+	f.Fuzz(func(t *testing.T, v []byte, after uint8) {
+		got, err := decodeEvents(nil, 1, uint64(after), v)
+		if err != nil {
+			return
+		}
+		evs := make([]a2a.Event, len(got))
+		for i, ev := range got {
+			if ev.Seq != uint64(after)+uint64(i)+1 {
+				t.Fatalf("event %d has seq %d after %d", i, ev.Seq, after)
+			}
+			evs[i] = ev.Event
+		}
+		again, _, err := encodeEvents(evs)
+		if err != nil {
+			t.Fatalf("accepted events do not re-encode: %v", err)
+		}
+		back, err := decodeEvents(nil, 1, 0, again)
+		if len(evs) == 0 {
+			return // a batch of nothing is not a value the store writes
+		}
+		if err != nil || len(back) != len(evs) {
+			t.Fatalf("re-encoded events: %d, %v; want %d", len(back), err, len(evs))
+		}
+	})
 }

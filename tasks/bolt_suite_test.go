@@ -58,6 +58,8 @@ func (c *corruptibleBolt) put(t *testing.T, bucket string, key []byte) {
 
 func (c *corruptibleBolt) CorruptTask(t *testing.T, id a2a.TaskID) { c.put(t, "tasks", []byte(id)) }
 
+// CorruptEvent damages the value that holds the events of the write that
+// started at seq (one write, one value): every caller's seq starts a write.
 func (c *corruptibleBolt) CorruptEvent(t *testing.T, id a2a.TaskID, seq uint64) {
 	c.put(t, "events", binary.BigEndian.AppendUint64(append([]byte(id), 0), seq))
 }
