@@ -294,7 +294,7 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 			fmt.Sprintf("The peer's artifacts were not kept (peer %s, task %s): %v", peer.Name, final.ID, err))), nil)
 		return
 	}
-	decision, ok := s.decide(ctx, ec, final, digests, yield)
+	decision, ok := s.decide(ctx, ec, rec, final, digests, yield)
 	if !ok {
 		return
 	}
@@ -344,15 +344,16 @@ func (s *delegateSkill) keep(ctx context.Context, arts []*a2a.Artifact) (map[str
 }
 
 // decide runs the gate on the peer's final task, checking an unknown
-// decision again with backoff within the skill's bound. ok is false when
-// the task ended or should stop.
-func (s *delegateSkill) decide(ctx context.Context, ec *a2asrv.ExecutorContext, final *a2a.Task, digests map[string]string,
-	yield func(a2a.Event, error) bool) (acceptance.Decision, bool) {
+// decision again with backoff within the skill's bound; rec counts the
+// re-checks, so the bound holds across restarts. ok is false when the task
+// ended or should stop.
+func (s *delegateSkill) decide(ctx context.Context, ec *a2asrv.ExecutorContext, rec *delegation.Record, final *a2a.Task,
+	digests map[string]string, yield func(a2a.Event, error) bool) (acceptance.Decision, bool) {
 	reverify := 2
 	if s.cfg.Reverify != nil {
 		reverify = *s.cfg.Reverify
 	}
-	for attempt := 0; ; attempt++ {
+	for attempt := rec.GateAttempts; ; attempt++ {
 		decision, err := s.d.gate.Decide(ctx, s.id, acceptance.Completion{DelegationID: string(ec.TaskID),
 			RemoteState: final.Status.State, Artifacts: final.Artifacts, Attempt: attempt, Digests: digests})
 		if err != nil {
@@ -364,8 +365,11 @@ func (s *delegateSkill) decide(ctx context.Context, ec *a2asrv.ExecutorContext, 
 		}
 		// Unknown may be a verifier that could not answer: ask again later, within the bound.
 		wait := acceptance.Backoff(attempt + 1)
-		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, agentText(ec,
-			fmt.Sprintf("Acceptance unknown (%s); checking again in %s.", reasons(decision), wait))), nil) {
+		rec.GateAttempts = attempt + 1
+		ev := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, agentText(ec,
+			fmt.Sprintf("Acceptance unknown (%s); checking again in %s.", reasons(decision), wait)))
+		ev.Metadata = rec.Metadata()
+		if !yield(ev, nil) {
 			return decision, false
 		}
 		t := time.NewTimer(wait)

@@ -38,6 +38,9 @@ type Record struct {
 	EventsSeen int `json:"eventsSeen,omitempty"`
 	// RemoteState is the peer task's last known state.
 	RemoteState a2a.TaskState `json:"remoteState,omitempty"`
+	// GateAttempts counts the gate's unknown decisions already re-checked,
+	// so that the re-verification bound holds across restarts.
+	GateAttempts int `json:"gateAttempts,omitempty"`
 	// Outcome is the acceptance gate's decision, once made.
 	Outcome string `json:"outcome,omitempty"`
 }
@@ -45,7 +48,7 @@ type Record struct {
 // Metadata returns the record as task metadata (plain JSON values, as
 // after a trip through any store or transport).
 func (r *Record) Metadata() map[string]any {
-	// Neither call can fail: Record holds strings, an int and a time.
+	// Neither call can fail: Record holds strings, ints and a time.
 	b, _ := json.Marshal(r)
 	var plain map[string]any
 	_ = json.Unmarshal(b, &plain)
@@ -84,6 +87,8 @@ func parseRecord(b []byte) (*Record, bool, error) {
 		return nil, true, fmt.Errorf("%w: deadline is required", ErrMalformedRecord)
 	case r.EventsSeen < 0:
 		return nil, true, fmt.Errorf("%w: eventsSeen is negative", ErrMalformedRecord)
+	case r.GateAttempts < 0:
+		return nil, true, fmt.Errorf("%w: gateAttempts is negative", ErrMalformedRecord)
 	}
 	return &r, true, nil
 }

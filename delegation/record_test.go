@@ -14,7 +14,7 @@ import (
 func TestRecordRoundTrip(t *testing.T) {
 	in := &delegation.Record{Peer: "payments", CardDigest: "sha256:ab", RemoteTaskID: "r1", RemoteContextID: "c1",
 		IdempotencyKey: "k1", Deadline: time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC), EventsSeen: 3,
-		RemoteState: a2a.TaskStateCompleted, Outcome: "committed"}
+		RemoteState: a2a.TaskStateCompleted, GateAttempts: 2, Outcome: "committed"}
 	out, ok, err := delegation.RecordFrom(in.Metadata())
 	if err != nil || !ok {
 		t.Fatalf("RecordFrom: %v %v", ok, err)
@@ -36,6 +36,7 @@ func TestRecordMalformed(t *testing.T) {
 		"bad deadline":  map[string]any{"peer": "p", "idempotencyKey": "k", "deadline": "soon"},
 		"unknown field": map[string]any{"peer": "p", "idempotencyKey": "k", "deadline": "2030-01-01T00:00:00Z", "extra": true},
 		"negative":      map[string]any{"peer": "p", "idempotencyKey": "k", "deadline": "2030-01-01T00:00:00Z", "eventsSeen": -1},
+		"negative gate": map[string]any{"peer": "p", "idempotencyKey": "k", "deadline": "2030-01-01T00:00:00Z", "gateAttempts": -2},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, ok, err := delegation.RecordFrom(map[string]any{delegation.RecordKey: raw})
