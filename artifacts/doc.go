@@ -12,6 +12,11 @@
 // file is reported as [ErrCorrupt], never returned. Large raw content goes
 // to the same Store as a streamed blob ([Store.PutRaw], [Store.OpenRaw]).
 //
+// A [Collector] does all of this for one peer task as its stream arrives,
+// and at the end holds the stream to the peer's final task: the final task
+// counts (after a restart it is all there is), and an artifact streamed
+// whole that it contradicts is [ErrMismatch].
+//
 // # Limits
 //
 // Every stage is bounded ([WithMaxBytes], 16 MiB by default) and refuses

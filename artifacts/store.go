@@ -152,12 +152,12 @@ func (s *Store) PutRaw(ctx context.Context, r io.Reader, maxBytes int64) (digest
 }
 
 // OpenRaw opens the raw blob stored under digest ([ErrNotFound],
-// [ErrInvalidDigest]). The reader hashes what it reads and, in place of
+// [ErrInvalidDigest]). The blob hashes what it reads and, in place of
 // io.EOF, returns [ErrCorrupt] if the content does not match the digest.
 // The bytes before it have already been read by then: a caller that
 // streams them on (an HTTP response) must abort rather than end cleanly,
 // so the receiver sees the failure.
-func (s *Store) OpenRaw(digest string) (io.ReadCloser, error) {
+func (s *Store) OpenRaw(digest string) (*RawBlob, error) {
 	h, err := parseDigest(digest)
 	if err != nil {
 		return nil, fmt.Errorf("open raw blob: %w", err)
@@ -169,7 +169,12 @@ func (s *Store) OpenRaw(digest string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open raw blob %s: %w", digest, err)
 	}
-	return &verifyingReader{f: f, h: sha256.New(), want: h}, nil
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open raw blob %s: %w", digest, err)
+	}
+	return &RawBlob{f: f, h: sha256.New(), want: h, size: fi.Size()}, nil
 }
 
 // path shards by the first two hex digits, so no directory grows to
@@ -248,13 +253,20 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-type verifyingReader struct {
+// A RawBlob reads one raw blob from a [Store], checking its digest as it
+// goes (see [Store.OpenRaw]).
+type RawBlob struct {
 	f    *os.File
 	h    hash.Hash
 	want string
+	size int64
 }
 
-func (v *verifyingReader) Read(p []byte) (int, error) {
+// Size is the blob's length in bytes, as stored.
+func (v *RawBlob) Size() int64 { return v.size }
+
+// Read implements io.Reader.
+func (v *RawBlob) Read(p []byte) (int, error) {
 	n, err := v.f.Read(p)
 	v.h.Write(p[:n])
 	if err == io.EOF && hex.EncodeToString(v.h.Sum(nil)) != v.want {
@@ -263,4 +275,5 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (v *verifyingReader) Close() error { return v.f.Close() }
+// Close implements io.Closer.
+func (v *RawBlob) Close() error { return v.f.Close() }

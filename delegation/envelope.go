@@ -250,7 +250,11 @@ func Check(e *Envelope, self Hop, policy ReceiverPolicy, now time.Time) error {
 	}
 	for i, h := range e.Provenance {
 		if h.Agent == self.Agent || (self.CardDigest != "" && h.CardDigest == self.CardDigest) {
-			return fmt.Errorf("%w: agent %q (card %s) already at hop %d", ErrCycle, h.Agent, h.CardDigest, i)
+			card := "" // a hop without a card digest names the agent only
+			if h.CardDigest != "" {
+				card = " (card " + h.CardDigest + ")"
+			}
+			return fmt.Errorf("%w: agent %q%s already at hop %d", ErrCycle, h.Agent, card, i)
 		}
 	}
 	if !e.Deadline.IsZero() && !now.Before(e.Deadline) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -246,4 +247,26 @@ func FuzzEnvelope(f *testing.F) {
 		}
 		sameEnvelope(t, again, e)
 	})
+}
+
+// TestCheckCycleMessage: the refusal names the card only when the hop has one.
+func TestCheckCycleMessage(t *testing.T) {
+	now := time.Now()
+	for _, tt := range []struct {
+		name string
+		hop  delegation.Hop
+		want string
+	}{
+		{"no card digest", delegation.Hop{Agent: "Bystander"}, `agent "Bystander" already at hop 0`},
+		{"card digest", delegation.Hop{Agent: "Bystander", CardDigest: "sha256:" + strings.Repeat("ab", 32)},
+			`agent "Bystander" (card sha256:` + strings.Repeat("ab", 32) + `) already at hop 0`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &delegation.Envelope{Actor: "user:a", Hops: 1, Provenance: []delegation.Hop{tt.hop}, Deadline: now.Add(time.Minute)}
+			err := delegation.Check(e, delegation.Hop{Agent: "Bystander"}, delegation.ReceiverPolicy{}, now)
+			if !errors.Is(err, delegation.ErrCycle) || !strings.HasSuffix(err.Error(), tt.want) {
+				t.Fatalf("Check = %v, want it to end with %q", err, tt.want)
+			}
+		})
+	}
 }

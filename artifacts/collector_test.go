@@ -1,0 +1,111 @@
+package artifacts_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/handoff-a2a/handoff/artifacts"
+)
+
+func finalArt(id, content string) *a2a.Artifact {
+	return &a2a.Artifact{ID: a2a.ArtifactID(id), Parts: []*a2a.Part{a2a.NewTextPart(content)}}
+}
+
+func TestCollector(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events []a2a.Event
+		final  []*a2a.Artifact
+		want   error
+		stored []string // contents the store must hold afterwards
+	}{{
+		name: "chunks agree with the final task",
+		events: []a2a.Event{
+			chunk("a1", false, false, a2a.NewTextPart("chunk-1 ")),
+			chunk("a1", true, true, a2a.NewTextPart("chunk-2")),
+		},
+		final:  []*a2a.Artifact{{ID: "a1", Parts: []*a2a.Part{a2a.NewTextPart("chunk-1 "), a2a.NewTextPart("chunk-2")}}},
+		stored: []string{"chunk-1 ", "chunk-2"},
+	}, {
+		name: "the final task says something else",
+		events: []a2a.Event{
+			chunk("a1", false, false, a2a.NewTextPart("paid")),
+			chunk("a1", true, true, a2a.NewTextPart(" 10 EUR")),
+		},
+		final: []*a2a.Artifact{{ID: "a1", Parts: []*a2a.Part{a2a.NewTextPart("paid"), a2a.NewTextPart(" 1000 EUR")}}},
+		want:  artifacts.ErrMismatch,
+	}, {
+		name:   "a streamed artifact is missing from the final task",
+		events: []a2a.Event{chunk("a1", false, true, a2a.NewTextPart("receipt"))},
+		final:  []*a2a.Artifact{finalArt("a2", "other")},
+		want:   artifacts.ErrMismatch,
+	}, {
+		name: "no lastChunk: at the end what was streamed is whole",
+		events: []a2a.Event{
+			chunk("a1", false, false, a2a.NewTextPart("one")),
+			chunk("a1", true, false, a2a.NewTextPart("two")),
+		},
+		final: []*a2a.Artifact{finalArt("a1", "one")},
+		want:  artifacts.ErrMismatch,
+	}, {
+		name: "only the tail (a restart): the final task decides",
+		events: []a2a.Event{
+			chunk("a1", true, false, a2a.NewTextPart("middle")),
+			chunk("a1", true, true, a2a.NewTextPart("end")),
+		},
+		final: []*a2a.Artifact{finalArt("a1", "whatever the peer kept")},
+	}, {
+		name: "a resubscribe's snapshot, then the appends",
+		events: []a2a.Event{
+			&a2a.Task{ID: "task-1", ContextID: "ctx-1", Artifacts: []*a2a.Artifact{finalArt("a1", "start ")}},
+			chunk("a1", true, true, a2a.NewTextPart("end")),
+		},
+		final:  []*a2a.Artifact{{ID: "a1", Parts: []*a2a.Part{a2a.NewTextPart("start "), a2a.NewTextPart("end")}}},
+		stored: []string{"start ", "end"},
+	}, {
+		name: "over the limit: the final task decides",
+		events: []a2a.Event{
+			chunk("a1", false, false, a2a.NewTextPart("0123456789")),
+			chunk("a1", true, true, a2a.NewTextPart("0123456789")),
+		},
+		final: []*a2a.Artifact{finalArt("a1", "short")},
+	}, {
+		name:   "a malformed chunk and a nil event are ignored",
+		events: []a2a.Event{(*a2a.TaskArtifactUpdateEvent)(nil), chunk("", false, true, a2a.NewTextPart("x")), chunk("a1", false, true, nil)},
+		final:  nil,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			store, err := artifacts.NewStore(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := artifacts.NewCollector(store, artifacts.WithMaxBytes(15))
+			for _, ev := range tc.events {
+				if err := c.Add(t.Context(), ev); err != nil {
+					t.Fatalf("Add: %v", err)
+				}
+			}
+			if err := c.Finish(t.Context()); err != nil {
+				t.Fatalf("Finish: %v", err)
+			}
+			if err := c.Check(tc.final); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+				t.Fatalf("Check = %v, want %v", err, tc.want)
+			}
+			if tc.stored == nil {
+				return
+			}
+			var parts []*a2a.Part
+			for _, s := range tc.stored {
+				parts = append(parts, a2a.NewTextPart(s))
+			}
+			d, err := artifacts.Digest(&a2a.Artifact{Parts: parts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := store.Get(t.Context(), d); err != nil || len(got.Parts) != len(parts) {
+				t.Fatalf("the streamed artifact was not stored: %v %v", got, err)
+			}
+		})
+	}
+}
