@@ -19,6 +19,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzAppendEvent$$' -fuzztime $(FUZZTIME) ./tasks
 	go test -run '^$$' -fuzz '^FuzzEncodeTaskRecord$$' -fuzztime $(FUZZTIME) ./tasks
 	go test -run '^$$' -fuzz '^FuzzDecodeEvents$$' -fuzztime $(FUZZTIME) ./tasks
+	go test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./tasks
 	go test -run '^$$' -fuzz '^FuzzStoreURL$$' -fuzztime $(FUZZTIME) ./tasks
 	go test -run '^$$' -fuzz '^FuzzDecodeEntries$$' -fuzztime $(FUZZTIME) ./tasks
 	go test -run '^$$' -fuzz '^FuzzJSONRPCRequest$$' -fuzztime $(FUZZTIME) .

@@ -299,8 +299,8 @@ func (s *BoltStore) Append(ctx context.Context, next *Snapshot, events []a2a.Eve
 
 // decodeTaskRecord decodes a stored task and checks it is whole.
 func decodeTaskRecord(id a2a.TaskID, b []byte) (*Snapshot, error) {
-	var r taskRecord
-	if err := json.Unmarshal(b, &r); err != nil {
+	r, err := decodeRecord(b)
+	if err != nil {
 		return nil, fmt.Errorf("decode task %s: %w: %v", id, ErrCorrupt, err)
 	}
 	if r.Task == nil || r.Task.ID != id {

@@ -3,8 +3,11 @@ package tasks
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 )
@@ -111,6 +114,117 @@ func FuzzAppendEvent(f *testing.F) {
 		}
 		if !bytes.Equal(got, want) {
 			t.Fatalf("appendEvent:\n got %s\nwant %s", got, want)
+		}
+	})
+}
+
+// hasDuplicateKeys reports whether an object in b repeats a member name, as
+// encoding/json matches names (case-insensitively), or has a non-ASCII name.
+// There decodeRecord and a2a-go's own decoding may differ: a repeated list
+// is decoded into the first one's elements by encoding/json, but replaced
+// by a2a-go's UnmarshalJSON. The store never writes such records.
+func hasDuplicateKeys(b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	type level struct {
+		object bool
+		keys   []string
+		key    bool // the next string token is a member name
+	}
+	var stack []*level
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *level
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.key {
+			name, _ := tok.(string)
+			for _, r := range name {
+				if r >= utf8.RuneSelf {
+					return true
+				}
+			}
+			for _, k := range top.keys {
+				if strings.EqualFold(k, name) {
+					return true
+				}
+			}
+			top.keys = append(top.keys, name)
+			top.key = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &level{object: true, key: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &level{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].key = true // a value ended: a name comes next
+		}
+	}
+}
+
+// FuzzDecodeRecord checks decodeRecord against json.Unmarshal into
+// taskRecord, a2a-go's own decoding: an error from both, or equal records.
+func FuzzDecodeRecord(f *testing.F) {
+	for _, ev := range codecEvents() {
+		if task, ok := ev.(*a2a.Task); ok && task != nil {
+			b, _ := json.Marshal(taskRecord{Owner: Owner{Principal: "p", Tenant: "t"}, Version: 2, Updated: time.Unix(5, 0), Task: task})
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"task":{"id":"t1","status":{"state":"TASK_STATE_UNSPECIFIED","message":{"role":"ROLE_UNSPECIFIED","parts":[{"url":"","text":"x"}]}}}}`))
+	f.Add([]byte(`{"task":{"id":"t1","history":[{"parts":[{"data":null}]}]}}`))
+	f.Add([]byte(`{"task":{"id":"t1","artifacts":[{"parts":[{"raw":"AA==","text":"x"}]},null]}}`))
+	f.Add([]byte(`{"task":null,"version":-1}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if hasDuplicateKeys(b) {
+			return
+		}
+		var want taskRecord
+		wantErr := json.Unmarshal(b, &want)
+		got, err := decodeRecord(b)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("decodeRecord error %v, json.Unmarshal error %v", err, wantErr)
+		}
+		if err == nil && !reflect.DeepEqual(*got, want) {
+			t.Fatalf("decodeRecord:\n got %#v\nwant %#v", *got, want)
+		}
+	})
+}
+
+// BenchmarkDecodeRecord compares, in one run, decodeRecord with decoding
+// into a2a-go's types, on a completed task with a 1 KiB message.
+func BenchmarkDecodeRecord(b *testing.B) {
+	task := &a2a.Task{ID: "t1", ContextID: "c1", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted},
+		History: []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(strings.Repeat("x", 1024)))}}
+	rec, err := json.Marshal(taskRecord{Owner: Owner{Principal: "p"}, Version: 2, Updated: time.Now(), Task: task})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("a2a-go", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var r taskRecord
+			if err := json.Unmarshal(rec, &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decodeRecord", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeRecord(rec); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }
