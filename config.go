@@ -294,6 +294,10 @@ type DelegateConfig struct {
 	// Reverify bounds how often an `unknown` decision is re-checked (with
 	// backoff: 1s, 2s, 4s…) before it settles. Default 2; 0 settles at once.
 	Reverify *int `yaml:"reverify"`
+	// BlobThreshold is the size in bytes above which a raw part of the
+	// peer's artifacts reaches our caller as a URL to GET /a2a/blobs/…
+	// instead of inline. Default 65536; it must be positive.
+	BlobThreshold *int64 `yaml:"blob_threshold"`
 }
 
 // DelegationConfig is how this agent receives delegated tasks.
@@ -598,6 +602,8 @@ func (c *Config) validate(doc *yaml.Node) error {
 			bad(key+".delegate", "a delegate skill has a delegate section (skill, contract); other skills have none")
 		} else if s.Delegate != nil && (s.Delegate.Skill == "" || s.Delegate.Contract == "") {
 			bad(key+".delegate", "skill and contract are required")
+		} else if s.Delegate != nil && s.Delegate.BlobThreshold != nil && *s.Delegate.BlobThreshold <= 0 {
+			bad(key+".delegate.blob_threshold", "%d is not a positive number of bytes", *s.Delegate.BlobThreshold)
 		}
 	}
 	for i, p := range c.Peers {

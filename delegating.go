@@ -1,16 +1,19 @@
 package handoff
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
 	"net/http"
+	"net/url"
 	"path/filepath"
-	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -35,6 +38,9 @@ type delegating struct {
 	// each bounded in size: the ledger's evidence digests name them.
 	artifacts *artifacts.Store
 	self      func() delegation.Hop // this agent in a provenance chain
+	// base is the agent's public URL, known once its routes are built:
+	// blob URLs in the artifacts passed to callers point at it.
+	base atomic.Pointer[string]
 }
 
 // newDelegating builds the outbound side when a skill delegates; nil otherwise.
@@ -245,11 +251,18 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 	dctx, cancel := context.WithDeadline(ctx, rec.Deadline)
 	defer cancel()
 	stopped := false
+	// The peer's artifacts are assembled and stored as they stream; they
+	// reach our caller only at commit, from the final task they agree with.
+	collect := artifacts.NewCollector(s.d.artifacts)
+	var collectErr error
 	progress := func(ev a2a.Event) {
 		if stopped {
 			return
 		}
 		rec.EventsSeen++
+		if err := collect.Add(ctx, ev); err != nil && collectErr == nil {
+			collectErr = err
+		}
 		if info := ev.TaskInfo(); rec.RemoteTaskID == "" && info.TaskID != "" {
 			rec.RemoteTaskID, rec.RemoteContextID = string(info.TaskID), info.ContextID
 			if !s.track(ctx, ec, rec, yield, fmt.Sprintf("%s: task %s", peer.Name, info.TaskID)) {
@@ -288,10 +301,30 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 		return
 	}
 	rec.RemoteState = final.Status.State
+	if collectErr == nil {
+		collectErr = collect.Finish(ctx)
+	}
 	digests, err := s.keep(ctx, final.Artifacts)
+	if err == nil {
+		err = collectErr
+	}
 	if err != nil {
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec,
 			fmt.Sprintf("The peer's artifacts were not kept (peer %s, task %s): %v", peer.Name, final.ID, err))), nil)
+		return
+	}
+	// The final task is what the gate reads; what the stream showed whole
+	// must agree with it, or the peer told two stories and nothing commits.
+	if err := collect.Check(final.Artifacts); err != nil && final.Status.State == a2a.TaskStateCompleted {
+		s.refuse(ctx, ec, rec, yield, fmt.Sprintf("Not committed: %s (peer %s, task %s). The peer's stream and its final task disagree: %v",
+			acceptance.Rejected, peer.Name, final.ID, err))
+		return
+	}
+	// Blobs are stored before the gate runs: once it commits, nothing may fail.
+	out, err := s.present(ctx, ec, final.Artifacts)
+	if err != nil {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec,
+			fmt.Sprintf("The peer's artifacts were not kept as blobs (peer %s, task %s): %v", peer.Name, final.ID, err))), nil)
 		return
 	}
 	decision, ok := s.decide(ctx, ec, rec, final, digests, yield)
@@ -310,7 +343,7 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 		yield(ev, nil)
 		return
 	}
-	for _, art := range final.Artifacts {
+	for _, art := range out {
 		ev := a2a.NewArtifactEvent(ec, art.Parts...)
 		ev.Artifact.Name, ev.Artifact.Description = art.Name, art.Description
 		if !yield(ev, nil) {
@@ -321,6 +354,85 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 		fmt.Sprintf("Committed: peer %s's completion passed the contract (%s).", peer.Name, reasons(decision))))
 	ev.Metadata = rec.Metadata()
 	yield(ev, nil)
+}
+
+// refuse ends a delegation the gate was not asked about, because the
+// peer's own answers contradict each other: recorded as rejected.
+func (s *delegateSkill) refuse(ctx context.Context, ec *a2asrv.ExecutorContext, rec *delegation.Record,
+	yield func(a2a.Event, error) bool, text string) {
+	rec.Outcome = acceptance.Rejected.String()
+	if err := s.d.ledger.Track(ctx, s.index(ec, rec)); err != nil {
+		text += " The delegation could not be recorded: " + err.Error()
+	}
+	ev := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, text))
+	ev.Metadata = rec.Metadata()
+	yield(ev, nil)
+}
+
+// blobKey marks, in a part's metadata, a raw part this agent stored as a
+// blob: {"digest": "sha256:…", "size": N}. Only parts this agent wrote
+// carry it (a peer's is removed), and GET /a2a/blobs serves only digests
+// a part of the caller's task names under it.
+const blobKey = "handoff/blob"
+
+// defaultBlobThreshold is the raw part size above which a part passed to
+// our caller becomes a blob URL, unless the skill's config says otherwise.
+const defaultBlobThreshold = 64 << 10
+
+// present returns the artifacts as our caller gets them: raw parts larger
+// than the skill's threshold are stored as blobs and replaced by URL parts
+// pointing at this agent (GET /a2a/blobs/{task}/{digest}), keeping the
+// part's filename and media type.
+func (s *delegateSkill) present(ctx context.Context, ec *a2asrv.ExecutorContext, arts []*a2a.Artifact) ([]*a2a.Artifact, error) {
+	threshold := int64(defaultBlobThreshold)
+	if s.cfg.BlobThreshold != nil {
+		threshold = *s.cfg.BlobThreshold
+	}
+	base := ""
+	if b := s.d.base.Load(); b != nil {
+		base = *b
+	}
+	out := make([]*a2a.Artifact, 0, len(arts))
+	for _, a := range arts {
+		if a == nil {
+			continue
+		}
+		c := *a
+		c.Parts = make([]*a2a.Part, 0, len(a.Parts))
+		for _, p := range a.Parts {
+			q := *p
+			if _, forged := q.Metadata[blobKey]; forged {
+				q.Metadata = maps.Clone(q.Metadata)
+				delete(q.Metadata, blobKey)
+			}
+			if raw, ok := q.Content.(a2a.Raw); ok && int64(len(raw)) > threshold {
+				digest, n, err := s.d.artifacts.PutRaw(ctx, bytes.NewReader(raw), 0)
+				if err != nil {
+					return nil, fmt.Errorf("artifact %q: %w", a.Name, err)
+				}
+				q.Content = a2a.URL(blobURL(base, ec, digest))
+				q.Metadata = maps.Clone(q.Metadata)
+				if q.Metadata == nil {
+					q.Metadata = map[string]any{}
+				}
+				q.Metadata[blobKey] = map[string]any{"digest": digest, "size": n}
+			}
+			c.Parts = append(c.Parts, &q)
+		}
+		out = append(out, &c)
+	}
+	return out, nil
+}
+
+// blobURL is where a blob of the task ec runs is served; the tenant, when
+// the task has one, travels as a query parameter, as the task's other
+// reads name it in their path.
+func blobURL(base string, ec *a2asrv.ExecutorContext, digest string) string {
+	u := strings.TrimSuffix(base, "/") + blobsPath + url.PathEscape(string(ec.TaskID)) + "/" + digest
+	if ec.Tenant != "" {
+		u += "?tenant=" + url.QueryEscape(ec.Tenant)
+	}
+	return u
 }
 
 // keep stores the peer's final artifacts, whole (the peer's GetTask has
@@ -436,7 +548,7 @@ func (a *Agent) delegationsList(w http.ResponseWriter, r *http.Request) {
 	if authenticated {
 		want = tasks.Owner{Principal: "user:" + p.Name, Tenant: p.Tenant}
 	}
-	approver := authenticated && slices.Contains(a.cfg.Approvers, p.Name)
+	approver := authenticated && a.isApprover(p.Name) // the current list: a reload may have changed it
 	out := []*acceptance.Delegation{}
 	for _, d := range list {
 		if approver {

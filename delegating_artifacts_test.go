@@ -1,0 +1,301 @@
+package handoff
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/handoff-a2a/handoff/agentcard"
+	"github.com/handoff-a2a/handoff/delegation"
+	"github.com/handoff-a2a/handoff/internal/auth"
+)
+
+// scanSize is the raw part the peer streams: above the front's 64 KiB
+// blob threshold, so the front's caller gets it by URL.
+const scanSize = 100 << 10
+
+// scan is the peer's raw content: not a repeated byte, so a wrong offset shows.
+func scan() []byte {
+	b := make([]byte, scanSize)
+	for i := range b {
+		b[i] = byte(i * 7 % 251)
+	}
+	return b
+}
+
+// chunkingPeer is an a2a-go executor that streams its artifacts in chunks:
+// a receipt (one chunk, lastChunk) and a scan whose text part comes first
+// and whose large raw part is appended after.
+type chunkingPeer struct{}
+
+func (chunkingPeer) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) ||
+			!yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
+			return
+		}
+		receipt := a2a.NewArtifactEvent(ec, a2a.NewDataPart(map[string]any{"receipt": "r-123"}))
+		receipt.Artifact.Name, receipt.LastChunk = "receipt", true
+		first := a2a.NewArtifactEvent(ec, a2a.NewTextPart("scan of order 123"))
+		first.Artifact.Name = "scan"
+		raw := a2a.NewRawPart(scan())
+		raw.Filename, raw.MediaType = "scan.png", "image/png"
+		last := a2a.NewArtifactUpdateEvent(ec, first.Artifact.ID, raw)
+		last.LastChunk = true
+		for _, ev := range []a2a.Event{receipt, first, last, a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil)} {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (chunkingPeer) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+// lyingGetTask answers GetTask with a receipt other than the one its task streamed.
+type lyingGetTask struct{ a2asrv.RequestHandler }
+
+func (l lyingGetTask) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
+	t, err := l.RequestHandler.GetTask(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	c := *t
+	c.Artifacts = nil
+	for _, a := range t.Artifacts {
+		if a.Name == "receipt" {
+			a = &a2a.Artifact{ID: a.ID, Name: a.Name, Parts: []*a2a.Part{a2a.NewDataPart(map[string]any{"receipt": "r-999"})}}
+		}
+		c.Artifacts = append(c.Artifacts, a)
+	}
+	return &c, nil
+}
+
+// startChunkingPeer serves chunkingPeer over a2a-go's own JSON-RPC handler
+// with a signed card whose jku is the peer's JWKS; lying makes its GetTask lie.
+func startChunkingPeer(t *testing.T, lying bool, tag string) string {
+	t.Helper()
+	key, err := agentcard.GenerateKey(jose.EdDSA, "peer-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := agentcard.NewKeySet(time.Hour, agentcard.Key{JWK: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h a2asrv.RequestHandler = a2asrv.NewHandler(chunkingPeer{})
+	if lying {
+		h = lyingGetTask{h}
+	}
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	card, err := agentcard.Sign(&a2a.AgentCard{
+		Name: "Scanner", Description: "scans orders", Version: "1.0.0",
+		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(srv.URL+"/a2a/jsonrpc", a2a.TransportProtocolJSONRPC)},
+		Capabilities:        a2a.AgentCapabilities{Streaming: true, Extensions: []a2a.AgentExtension{delegation.ExtensionDeclaration()}},
+		DefaultInputModes:   []string{"text/plain"}, DefaultOutputModes: []string{"application/json"},
+		Skills: []a2a.AgentSkill{{ID: "scan", Name: "Scan", Description: "Scans an order.", Tags: []string{tag}}},
+	}, key, srv.URL+"/.well-known/jwks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cardBody, err := json.Marshal(card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks, err := keys.JWKS(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux.Handle("GET /.well-known/agent-card.json", staticJSON(cardBody, time.Minute))
+	mux.Handle("GET /.well-known/jwks.json", staticJSON(jwks, time.Minute))
+	mux.Handle("POST /a2a/jsonrpc", a2asrv.NewJSONRPCHandler(h))
+	return srv.URL
+}
+
+// keyHeader sends an API key with every request of an a2a-go client.
+type keyHeader struct{ key string }
+
+func (k keyHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-API-Key", k.key)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// streamSkill sends text to skill over a2a-go's streaming client with an
+// API key and returns the task as the stream left it, and how many
+// artifact events the stream carried.
+func streamSkill(t *testing.T, front, key, skill string) (*a2a.Task, int) {
+	t.Helper()
+	hc := &http.Client{Transport: keyHeader{key}}
+	c, err := a2aclient.NewFromEndpoints(t.Context(),
+		[]*a2a.AgentInterface{a2a.NewAgentInterface(front+pathJSONRPC, a2a.TransportProtocolJSONRPC)},
+		a2aclient.WithJSONRPCTransport(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Destroy()
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("scan order 123"))
+	msg.Metadata = map[string]any{"handoff/skill": skill}
+	var id a2a.TaskID
+	artifacts := 0
+	for ev, err := range c.SendStreamingMessage(t.Context(), &a2a.SendMessageRequest{Message: msg}) {
+		if err != nil {
+			t.Fatalf("stream: %v", err)
+		}
+		if id == "" {
+			id = ev.TaskInfo().TaskID
+		}
+		if _, ok := ev.(*a2a.TaskArtifactUpdateEvent); ok {
+			artifacts++
+		}
+	}
+	task, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task, artifacts
+}
+
+// getBlob fetches a blob URL with an API key.
+func getBlob(t *testing.T, u, key string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-API-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+// TestDelegatedArtifactsStreamAndBlobs: the peer streams its artifacts in
+// chunks; the front assembles them, holds them to the peer's final task,
+// commits, and hands its caller the large raw part as a URL that only
+// that caller can fetch. A peer whose final task contradicts its stream
+// commits nothing.
+func TestDelegatedArtifactsStreamAndBlobs(t *testing.T) {
+	honest, liar := startChunkingPeer(t, false, "honest"), startChunkingPeer(t, true, "liar")
+	dir := t.TempDir()
+	contract := filepath.Join(dir, "scan.yaml")
+	body := `skill: %s
+version: "1"
+artifacts:
+  receipt: {type: object, required: [receipt]}
+commit_requires:
+  - {artifact: receipt, pointer: /receipt}
+`
+	for _, s := range []string{"scan", "scan-liar"} {
+		if err := os.WriteFile(filepath.Join(dir, s+".yaml"), fmt.Appendf(nil, body, s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	front := startFromYAML(t, "front.yaml", fmt.Sprintf(`name: Front
+description: delegates scans
+log: {level: error}
+limits: {shutdown_grace: 1s}
+auth:
+  api_keys: [{name: alice, sha256: %s}, {name: bob, sha256: %s}]
+peers:
+  - {name: honest, url: %q, trust: {jku_prefixes: [%q]}}
+  - {name: liar, url: %q, trust: {jku_prefixes: [%q]}}
+skills:
+  - {id: scan, name: Scan, executor: delegate, delegate: {skill: scan, tags: [honest], contract: %q}}
+  - {id: scan-liar, name: Liar, executor: delegate, delegate: {skill: scan, tags: [liar], contract: %q}}
+`, auth.HashAPIKey("alice-key"), auth.HashAPIKey("bob-key"), honest, honest+"/.well-known/", liar, liar+"/.well-known/",
+		contract, filepath.Join(dir, "scan-liar.yaml")))
+
+	task, streamed := streamSkill(t, front, "alice-key", "scan")
+	if task.Status.State != a2a.TaskStateCompleted || streamed != 2 {
+		t.Fatalf("state %s (%d artifact events): %v", task.Status.State, streamed, task.Status.Message)
+	}
+	var blob *a2a.Part
+	var texts []string
+	for _, a := range task.Artifacts {
+		for _, p := range a.Parts {
+			switch c := p.Content.(type) {
+			case a2a.URL:
+				blob = p
+			case a2a.Raw:
+				t.Fatalf("a %d-byte raw part reached the caller inline", len(c))
+			case a2a.Text:
+				texts = append(texts, string(c))
+			}
+		}
+	}
+	if blob == nil || strings.Join(texts, "") != "scan of order 123" {
+		t.Fatalf("artifacts: %+v", task.Artifacts)
+	}
+	u := string(blob.Content.(a2a.URL))
+	if !strings.HasPrefix(u, front+"/a2a/blobs/"+string(task.ID)+"/sha256:") || blob.Filename != "scan.png" || blob.MediaType != "image/png" {
+		t.Fatalf("blob part: %s %+v", u, blob)
+	}
+
+	resp, got := getBlob(t, u, "alice-key")
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(got, scan()) {
+		t.Fatalf("owner: %s, %d bytes", resp.Status, len(got))
+	}
+	if ct, cl := resp.Header.Get("Content-Type"), resp.Header.Get("Content-Length"); ct != "image/png" || cl != fmt.Sprint(scanSize) {
+		t.Fatalf("owner: Content-Type %q Content-Length %q", ct, cl)
+	}
+	if d := resp.Header.Get("Content-Disposition"); !strings.HasPrefix(d, "attachment") {
+		t.Fatalf("Content-Disposition %q", d)
+	}
+
+	other := strings.Replace(u, "sha256:", "sha256:0", 1)[:len(u)]
+	for _, tc := range []struct{ name, url, key string }{
+		{"another principal", u, "bob-key"},
+		{"unknown digest", other, "alice-key"},
+		{"malformed digest", front + "/a2a/blobs/" + string(task.ID) + "/sha256:..%2F..", "alice-key"},
+		{"unknown task", strings.Replace(u, string(task.ID), "no-such-task", 1), "alice-key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, b := getBlob(t, tc.url, tc.key)
+			if resp.StatusCode != http.StatusNotFound || bytes.Contains(b, scan()[:64]) {
+				t.Fatalf("%s: %s, %d bytes", tc.name, resp.Status, len(b))
+			}
+		})
+	}
+	if resp, _ := getBlob(t, u, "wrong-key"); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no credential: %s", resp.Status)
+	}
+
+	// The liar's final task names another receipt than the one it streamed.
+	// Nothing reached its caller: artifacts are passed on only at commit.
+	task, streamed = streamSkill(t, front, "alice-key", "scan-liar")
+	msg := ""
+	if task.Status.Message != nil && len(task.Status.Message.Parts) > 0 {
+		msg = task.Status.Message.Parts[0].Text()
+	}
+	if task.Status.State != a2a.TaskStateFailed || !strings.Contains(msg, "disagree") || len(task.Artifacts) != 0 || streamed != 0 {
+		t.Fatalf("liar: %s %q %v (%d artifact events)", task.Status.State, msg, task.Artifacts, streamed)
+	}
+}
