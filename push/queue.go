@@ -20,6 +20,7 @@ type sharedQueue interface {
 	NextPushJobs(ctx context.Context, consumer string, block, minIdle time.Duration) ([]tasks.PushJob, error)
 	TouchPushJobs(ctx context.Context, consumer string, ids []string) error
 	AckPushJobs(ctx context.Context, ids []string) error
+	LaggingPushTasks(ctx context.Context) ([]a2a.TaskID, error)
 	LockPushTask(ctx context.Context, task a2a.TaskID, holder string, ttl time.Duration) (bool, error)
 	UnlockPushTask(ctx context.Context, task a2a.TaskID, holder string) error
 }
@@ -86,19 +87,28 @@ func (d *Dispatcher) enqueue(ctx context.Context, task a2a.TaskID) {
 	}
 }
 
-// runShared takes jobs from the shared queue until ctx ends.
+// runShared takes jobs from the shared queue until ctx ends. Every
+// claimIdle it also queues a job for each task whose deliveries lag with
+// none under way: a replica that dies between storing a task's events and
+// queueing their job (Notify queues after the write) leaves such a task,
+// which is then delivered within claimIdle of the next scan.
 func (d *Dispatcher) runShared(ctx context.Context) error {
 	touched := make(chan struct{})
 	go func() {
 		defer close(touched)
-		t := time.NewTicker(d.cfg.claimIdle / 3)
-		defer t.Stop()
+		touch := time.NewTicker(d.cfg.claimIdle / 3)
+		defer touch.Stop()
+		scan := time.NewTimer(0)
+		defer scan.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-touch.C:
 				d.touch(ctx)
+			case <-scan.C:
+				d.requeueLagging(ctx)
+				scan.Reset(d.cfg.claimIdle)
 			}
 		}
 	}()
@@ -222,6 +232,23 @@ func (d *Dispatcher) retiredLocked(task a2a.TaskID) {
 func (d *Dispatcher) closeLocked(g *jobGroup) {
 	delete(d.shared.groups, g.task)
 	close(g.done)
+}
+
+// requeueLagging queues a job for every task whose deliveries lag with no
+// delivery under way; a duplicate job finds nothing to do.
+func (d *Dispatcher) requeueLagging(ctx context.Context) {
+	lagging, err := d.queue.LaggingPushTasks(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.cfg.logger.Warn("push: scan for lagging deliveries", slog.Any("error", err))
+		}
+		return
+	}
+	for _, task := range lagging {
+		if err := d.queue.EnqueuePush(ctx, task); err != nil && ctx.Err() == nil {
+			d.cfg.logger.Warn("push: queue delivery", slog.String("task_id", string(task)), slog.Any("error", err))
+		}
+	}
 }
 
 // touch keeps this replica's jobs and task locks from being claimed.

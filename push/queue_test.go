@@ -214,15 +214,16 @@ func TestSharedQueueDeadReplicasJobIsClaimed(t *testing.T) {
 	a, stopA := runDispatcher(t, stores[0])
 	id := taskWithHook(t, stores[0], 3, r.srv.URL+"/hook")
 	a.Notify(id)
-	// A holds the job: it is pending for A's consumer while A retries.
-	deadline := time.Now().Add(10 * time.Second)
+	// A holds the job and retries: a failed attempt is stored.
+	waitFor := time.Now().Add(10 * time.Second)
 	for {
-		p, err := rdb.XPending(t.Context(), prefix+"pushq", "deliver").Result()
-		if err == nil && p.Count == 1 {
+		pds, err := stores[1].PushDeliveries(t.Context(), id)
+		p, perr := rdb.XPending(t.Context(), prefix+"pushq", "deliver").Result()
+		if err == nil && len(pds) == 1 && pds[0].Attempts > 0 && perr == nil && p.Count >= 1 {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pending job for A after 10s: %v %v", p, err)
+		if time.Now().After(waitFor) {
+			t.Fatalf("A is not retrying after 10s: %v %v, pending %v %v", pds, err, p, perr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -236,5 +237,17 @@ func TestSharedQueueDeadReplicasJobIsClaimed(t *testing.T) {
 		t.Fatalf("B delivered %s after A died, before the job was idle for WithClaimIdle (1s): it was not A's any more", took)
 	}
 	wantInOrder(t, got, id, 3)
+	waitQueueEmpty(t, rdb, prefix)
+}
+
+// TestSharedQueueLostJobIsRequeued: a task whose deliveries lag with no job
+// queued (its replica died between storing the events and queueing their
+// job) is found by a replica's scan and delivered.
+func TestSharedQueueLostJobIsRequeued(t *testing.T) {
+	stores, rdb, prefix := sharedNamespace(t, 1)
+	r := newReceiver(t)
+	id := taskWithHook(t, stores[0], 3, r.srv.URL+"/hook") // no Notify: no job
+	runDispatcher(t, stores[0])
+	wantInOrder(t, waitDeliveries(t, r, 3), id, 3)
 	waitQueueEmpty(t, rdb, prefix)
 }

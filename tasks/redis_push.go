@@ -168,3 +168,43 @@ func (s *RedisStore) UnlockPushTask(ctx context.Context, task a2a.TaskID, holder
 	}
 	return nil
 }
+
+// LaggingPushTasks returns the tasks with a push config that has events
+// left to deliver and no delivery under way (no failed attempt waiting for
+// its retry): those whose job may have been lost with a replica that died
+// between storing the events and queueing the job.
+func (s *RedisStore) LaggingPushTasks(ctx context.Context) ([]a2a.TaskID, error) {
+	pds, err := s.PushDeliveries(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("lagging push tasks: %w", err)
+	}
+	if len(pds) == 0 {
+		return nil, nil
+	}
+	c, cancel, err := s.start(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lagging push tasks: %w", err)
+	}
+	defer cancel()
+	pipe := s.rdb.Pipeline()
+	versions := map[a2a.TaskID]*redis.StringCmd{}
+	for _, pd := range pds {
+		if _, ok := versions[pd.Config.TaskID]; !ok {
+			versions[pd.Config.TaskID] = pipe.HGet(c, s.taskKey(pd.Config.TaskID), "version")
+		}
+	}
+	if _, err := pipe.Exec(c); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("lagging push tasks: %w", s.fail(ctx, err))
+	}
+	var out []a2a.TaskID
+	for _, pd := range pds {
+		v, err := versions[pd.Config.TaskID].Uint64()
+		if err != nil || pd.Attempts > 0 || pd.Delivered >= v {
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1] != pd.Config.TaskID { // configs come grouped by task
+			out = append(out, pd.Config.TaskID)
+		}
+	}
+	return out, nil
+}
