@@ -299,3 +299,98 @@ skills:
 		t.Fatalf("liar: %s %q %v (%d artifact events)", task.Status.State, msg, task.Artifacts, streamed)
 	}
 }
+
+// frontConfig is a front agent delegating scans to peer, with alice's and
+// bob's API keys and the given approvers.
+func frontConfig(t *testing.T, peer, dataDir, approvers string) *Config {
+	t.Helper()
+	contract := func(skill string) string {
+		path := filepath.Join(dataDir, skill+".yaml")
+		body := fmt.Sprintf("skill: %s\nversion: \"1\"\nartifacts:\n  receipt: {type: object, required: [receipt]}\n"+
+			"commit_requires:\n  - {artifact: receipt, pointer: /receipt}\n", skill)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	c, err := ParseConfig("front.yaml", strings.NewReader(fmt.Sprintf(`name: Front
+description: delegates scans
+log: {level: error}
+limits: {shutdown_grace: 1s}
+auth:
+  api_keys: [{name: alice, sha256: %s}, {name: bob, sha256: %s}]
+approvers: %s
+peers: [{name: honest, url: %q, trust: {jku_prefixes: [%q]}}]
+skills:
+  - {id: scan, name: Scan, executor: delegate, delegate: {skill: scan, contract: %q}}
+  - {id: scan-inline, name: Inline, executor: delegate, delegate: {skill: scan, contract: %q, blob_threshold: 200000}}
+`, auth.HashAPIKey("alice-key"), auth.HashAPIKey("bob-key"), approvers, peer, peer+"/.well-known/", contract("scan"), contract("scan-inline"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DataDir = dataDir
+	return c
+}
+
+// TestDelegationsListFollowsReload: who sees every delegation follows the
+// approvers a reload put in force, not the startup list.
+func TestDelegationsListFollowsReload(t *testing.T) {
+	peer := startChunkingPeer(t, false, "honest")
+	dir := t.TempDir()
+	var logs syncBuffer
+	a, front := serveTools(t, frontConfig(t, peer, dir, `["key:bob"]`), &logs)
+	if task, _ := streamSkill(t, front, "alice-key", "scan"); task.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("scan: %s", task.Status.State)
+	}
+	seen := func(key string) int {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, front+"/a2a/delegations", nil)
+		req.Header.Set("X-API-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct{ Delegations []json.RawMessage }
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
+		return len(out.Delegations)
+	}
+	if a, b := seen("alice-key"), seen("bob-key"); a != 1 || b != 1 {
+		t.Fatalf("before the reload: alice sees %d, bob (approver) %d; want 1, 1", a, b)
+	}
+	if err := a.Reload(frontConfig(t, peer, dir, "[]")); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := seen("alice-key"), seen("bob-key"); a != 1 || b != 0 {
+		t.Fatalf("after the reload: alice sees %d, bob (no longer an approver) %d; want 1, 0", a, b)
+	}
+}
+
+// TestBlobThreshold: a skill's blob_threshold decides which raw parts stay
+// inline; a threshold that is not positive is a config error.
+func TestBlobThreshold(t *testing.T) {
+	front := startAgent(t, frontConfig(t, startChunkingPeer(t, false, "honest"), t.TempDir(), "[]"))
+	task, _ := streamSkill(t, front, "alice-key", "scan-inline")
+	inline := 0
+	for _, a := range task.Artifacts {
+		for _, p := range a.Parts {
+			if raw, ok := p.Content.(a2a.Raw); ok && bytes.Equal(raw, scan()) {
+				inline++
+			}
+		}
+	}
+	if task.Status.State != a2a.TaskStateCompleted || inline != 1 {
+		t.Fatalf("%s: %d inline raw parts, want 1", task.Status.State, inline)
+	}
+
+	_, err := ParseConfig("front.yaml", strings.NewReader(`name: F
+description: d
+peers: [{name: p, url: "http://127.0.0.1:1", trust: {jku_prefixes: ["http://127.0.0.1:1/"]}}]
+skills: [{id: s, name: S, executor: delegate, delegate: {skill: s, contract: c.yaml, blob_threshold: 0}}]
+`))
+	if err == nil || !strings.Contains(err.Error(), "blob_threshold") {
+		t.Fatalf("blob_threshold 0: %v", err)
+	}
+}
