@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,10 +41,14 @@ func scan() []byte {
 
 // chunkingPeer is an a2a-go executor that streams its artifacts in chunks:
 // a receipt (one chunk, lastChunk) and a scan whose text part comes first
-// and whose large raw part is appended after.
-type chunkingPeer struct{}
+// and whose large raw part is appended after. With release set, it
+// closes held after the scan's first chunk and waits for release; its
+// server then closes subscribed when a client subscribes to the task.
+type chunkingPeer struct {
+	held, release, subscribed chan struct{}
+}
 
-func (chunkingPeer) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+func (c chunkingPeer) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) ||
 			!yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
@@ -58,6 +63,10 @@ func (chunkingPeer) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.
 		last := a2a.NewArtifactUpdateEvent(ec, first.Artifact.ID, raw)
 		last.LastChunk = true
 		for _, ev := range []a2a.Event{receipt, first, last, a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil)} {
+			if ev == last && c.release != nil {
+				close(c.held)
+				<-c.release
+			}
 			if !yield(ev, nil) {
 				return
 			}
@@ -90,9 +99,26 @@ func (l lyingGetTask) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2
 	return &c, nil
 }
 
+// notifySubscribe closes subscribed when a client first subscribes to a task.
+type notifySubscribe struct {
+	a2asrv.RequestHandler
+	once       *sync.Once
+	subscribed chan struct{}
+}
+
+func (n notifySubscribe) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
+	n.once.Do(func() { close(n.subscribed) })
+	return n.RequestHandler.SubscribeToTask(ctx, req)
+}
+
 // startChunkingPeer serves chunkingPeer over a2a-go's own JSON-RPC handler
 // with a signed card whose jku is the peer's JWKS; lying makes its GetTask lie.
 func startChunkingPeer(t *testing.T, lying bool, tag string) string {
+	t.Helper()
+	return startPeerWith(t, chunkingPeer{}, lying, tag)
+}
+
+func startPeerWith(t *testing.T, x chunkingPeer, lying bool, tag string) string {
 	t.Helper()
 	key, err := agentcard.GenerateKey(jose.EdDSA, "peer-1")
 	if err != nil {
@@ -102,9 +128,12 @@ func startChunkingPeer(t *testing.T, lying bool, tag string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var h a2asrv.RequestHandler = a2asrv.NewHandler(chunkingPeer{})
+	var h a2asrv.RequestHandler = a2asrv.NewHandler(x)
 	if lying {
 		h = lyingGetTask{h}
+	}
+	if x.subscribed != nil {
+		h = notifySubscribe{RequestHandler: h, once: new(sync.Once), subscribed: x.subscribed}
 	}
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
@@ -392,5 +421,51 @@ skills: [{id: s, name: S, executor: delegate, delegate: {skill: s, contract: c.y
 `))
 	if err == nil || !strings.Contains(err.Error(), "blob_threshold") {
 		t.Fatalf("blob_threshold 0: %v", err)
+	}
+}
+
+// TestDelegationResumedArtifacts: the front stops while the peer is
+// between two chunks of an artifact; after its restart it subscribes to
+// the peer's task again, gets the task as it stands and the rest of the
+// stream, and commits the artifacts of the peer's final task.
+func TestDelegationResumedArtifacts(t *testing.T) {
+	x := chunkingPeer{held: make(chan struct{}), release: make(chan struct{}), subscribed: make(chan struct{})}
+	peer := startPeerWith(t, x, false, "honest")
+	dir := t.TempDir()
+	front := startAgent(t, frontConfig(t, peer, dir, "[]"))
+	_, out := call(t, front, "X-API-Key", "alice-key", "SendMessage", `{"message":{"messageId":"resume-1","role":"ROLE_USER",
+		"metadata":{"handoff/skill":"scan"},"parts":[{"text":"scan order 123"}]},"configuration":{"returnImmediately":true}}`)
+	id, _ := resultTask(t, out)["id"].(string)
+	select {
+	case <-x.held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the peer never reached the middle of its artifact")
+	}
+	stopAgent(t, front)
+	front = startAgent(t, frontConfig(t, peer, dir, "[]"))
+	select { // the last chunk comes once the restarted front listens again
+	case <-x.subscribed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the restarted front never subscribed to the peer's task")
+	}
+	close(x.release)
+
+	var task map[string]any
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, out = call(t, front, "X-API-Key", "alice-key", "GetTask", fmt.Sprintf(`{"id":%q}`, id))
+		task, _ = out["result"].(map[string]any)
+		if task != nil && state(task) != "TASK_STATE_WORKING" && state(task) != "TASK_STATE_SUBMITTED" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still not done after the restart: %v", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b, _ := json.Marshal(task)
+	if state(task) != "TASK_STATE_COMPLETED" || !strings.Contains(string(b), "/a2a/blobs/"+id+"/sha256:") ||
+		!strings.Contains(string(b), "following the delegation") {
+		t.Fatalf("after the restart: %s", b)
 	}
 }
