@@ -317,6 +317,24 @@ skills:
 		t.Fatalf("no credential: %s", resp.Status)
 	}
 
+	// A blob changed on disk is never sent whole: the response is cut short.
+	hx := u[strings.LastIndex(u, "sha256:")+len("sha256:"):]
+	path := filepath.Join(frontDir(t, front), "artifacts", "raw", "sha256", hx[:2], hx[2:])
+	damaged := scan()
+	damaged[len(damaged)-1] ^= 1
+	if err := os.WriteFile(path, damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+	req.Header.Set("X-API-Key", "alice-key")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err == nil || len(b) >= scanSize {
+			t.Fatalf("damaged blob: %s, %d bytes, read error %v; want it cut short", resp.Status, len(b), err)
+		}
+	}
+
 	// The liar's final task names another receipt than the one it streamed.
 	// Nothing reached its caller: artifacts are passed on only at commit.
 	task, streamed = streamSkill(t, front, "alice-key", "scan-liar")

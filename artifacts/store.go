@@ -152,11 +152,11 @@ func (s *Store) PutRaw(ctx context.Context, r io.Reader, maxBytes int64) (digest
 }
 
 // OpenRaw opens the raw blob stored under digest ([ErrNotFound],
-// [ErrInvalidDigest]). The blob hashes what it reads and, in place of
-// io.EOF, returns [ErrCorrupt] if the content does not match the digest.
-// The bytes before it have already been read by then: a caller that
-// streams them on (an HTTP response) must abort rather than end cleanly,
-// so the receiver sees the failure.
+// [ErrInvalidDigest]). The blob hashes what it reads and checks the digest
+// before it hands over its last bytes: content that does not match is
+// [ErrCorrupt] in place of those bytes, so a receiver told the blob's
+// [RawBlob.Size] (an HTTP Content-Length) never gets it whole. A caller
+// that streams it on must still abort rather than end cleanly.
 func (s *Store) OpenRaw(digest string) (*RawBlob, error) {
 	h, err := parseDigest(digest)
 	if err != nil {
@@ -260,17 +260,28 @@ type RawBlob struct {
 	h    hash.Hash
 	want string
 	size int64
+	read int64
+	err  error // ErrCorrupt once found: every later Read returns it
 }
 
 // Size is the blob's length in bytes, as stored.
 func (v *RawBlob) Size() int64 { return v.size }
 
-// Read implements io.Reader.
+// Read implements io.Reader. The read that reaches the blob's end (by its
+// size or by io.EOF) returns its bytes only if the whole content matches
+// the digest and the size.
 func (v *RawBlob) Read(p []byte) (int, error) {
+	if v.err != nil {
+		return 0, v.err
+	}
 	n, err := v.f.Read(p)
 	v.h.Write(p[:n])
-	if err == io.EOF && hex.EncodeToString(v.h.Sum(nil)) != v.want {
-		return n, fmt.Errorf("raw blob %s%s: %w", digestPrefix, v.want, ErrCorrupt)
+	v.read += int64(n)
+	if err == io.EOF || v.read >= v.size {
+		if v.read != v.size || hex.EncodeToString(v.h.Sum(nil)) != v.want {
+			v.err = fmt.Errorf("raw blob %s%s: %w", digestPrefix, v.want, ErrCorrupt)
+			return 0, v.err
+		}
 	}
 	return n, err
 }

@@ -160,16 +160,22 @@ func TestStoreRaw(t *testing.T) {
 	}
 
 	h := strings.TrimPrefix(digest, "sha256:")
-	if err := os.WriteFile(filepath.Join(dir, "raw", "sha256", h[:2], h[2:]), []byte("tampered"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rc, err = s.OpenRaw(digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	if _, err := io.ReadAll(rc); !errors.Is(err, artifacts.ErrCorrupt) {
-		t.Fatalf("reading a tampered blob: err = %v, want ErrCorrupt", err)
+	path := filepath.Join(dir, "raw", "sha256", h[:2], h[2:])
+	// Tampered, shorter, longer, or the same size: never read back whole.
+	for _, bad := range [][]byte{[]byte("tampered"), content[:len(content)-1], append(bytes.Clone(content), 'x'),
+		append(bytes.Clone(content[:len(content)-1]), content[len(content)-1]^1)} {
+		if err := os.WriteFile(path, bad, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rc, err = s.OpenRaw(digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(rc)
+		rc.Close()
+		if !errors.Is(err, artifacts.ErrCorrupt) || int64(len(got)) >= rc.Size() {
+			t.Fatalf("reading a tampered blob of %d bytes: %d bytes, err = %v; want fewer than its size and ErrCorrupt", len(bad), len(got), err)
+		}
 	}
 }
 
