@@ -33,6 +33,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzParseContract$$' -fuzztime $(FUZZTIME) ./acceptance
 	go test -run '^$$' -fuzz '^FuzzCondition$$' -fuzztime $(FUZZTIME) ./acceptance
 	go test -run '^$$' -fuzz '^FuzzAssembler$$' -fuzztime $(FUZZTIME) ./artifacts
+	go test -run '^$$' -fuzz '^FuzzCollector$$' -fuzztime $(FUZZTIME) ./artifacts
 	go test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./mcp
 	go test -run '^$$' -fuzz '^FuzzDecodeAuditRecord$$' -fuzztime $(FUZZTIME) ./mcp
 
