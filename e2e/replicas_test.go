@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/handoff-a2a/handoff/push"
 	"github.com/handoff-a2a/handoff/tasks"
 )
 
@@ -359,4 +361,102 @@ func TestReplicasRedisRestart(t *testing.T) {
 		wantState(t, fmt.Sprintf("send on replica %d after the restart", i),
 			sendTask(t, c, &a2a.SendMessageRequest{Message: userMessage(uniqueID("tck-complete-task"), "after")}), a2a.TaskStateCompleted)
 	}
+}
+
+// TestReplicasPushKill9: the webhook is down while two of three replicas
+// are killed -9, whichever of them was retrying the task's deliveries; once
+// the webhook is back, the surviving replica delivers every event of the
+// task, in order, after claiming the dead replica's job (or keeping its own).
+func TestReplicasPushKill9(t *testing.T) {
+	hookAddr := freeAddr(t) // nothing listens there yet: the receiver is down
+	hook := "http://" + hookAddr + "/hook"
+	b := make([]byte, 8)
+	rand.Read(b)
+	ns := "e2e-push-" + hex.EncodeToString(b)
+	t.Cleanup(func() { deleteNamespace(t, ns) })
+	cfg := agentConfig{pushRetryDelay: "20ms", pushMaxAttempts: 100000,
+		store: map[string]any{"kind": "redis", "url": machineRedis, "namespace": ns}}
+	rs := []*agent{startAgent(t, cfg), startAgent(t, cfg), startAgent(t, cfg)}
+	task := sendTask(t, jsonrpcClient(t, rs[0]), &a2a.SendMessageRequest{
+		Message: userMessage(uniqueID("tck-stream-001"), "push me"),
+		Config:  &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: hook, Token: "e2e-token-123"}},
+	})
+	wantState(t, "pushed task", task, a2a.TaskStateCompleted)
+	rs[0].kill9()
+	rs[1].kill9()
+	killed := time.Now()
+
+	survivor := rs[2]
+	var (
+		mu     sync.Mutex
+		got    []string
+		ids    = map[string]int{}
+		arrive = make(chan struct{}, 64)
+	)
+	// Each e2e replica has its own signing key: the survivor signs what it delivers.
+	v := push.NewVerifier(survivor.base+"/.well-known/jwks.json", hook, push.WithToken("e2e-token-123"))
+	mux := http.NewServeMux()
+	mux.Handle("/hook", v.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d, _ := push.VerifiedFrom(r.Context())
+		var ev map[string]json.RawMessage
+		_ = json.Unmarshal(d.Body, &ev)
+		mu.Lock()
+		if ids[d.DeliveryID] == 0 {
+			for k := range ev {
+				got = append(got, k)
+			}
+		}
+		ids[d.DeliveryID]++
+		mu.Unlock()
+		arrive <- struct{}{}
+	})))
+	ln, err := net.Listen("tcp", hookAddr)
+	if err != nil {
+		t.Fatalf("the receiver cannot come up on %s: %v", hookAddr, err)
+	}
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	want := "task,statusUpdate,artifactUpdate,statusUpdate"
+	bound := push.DefaultClaimIdle + 15*time.Second
+	deadline := time.After(bound)
+	for {
+		mu.Lock()
+		n, seen := len(got), strings.Join(got, ",")
+		mu.Unlock()
+		if n >= 4 {
+			if seen != want {
+				t.Fatalf("received %s, want %s", seen, want)
+			}
+			break
+		}
+		select {
+		case <-arrive:
+		case <-deadline:
+			t.Fatalf("%s after the kills the receiver got %d events (%s), want 4; queue: %s; survivor's log:\n%s",
+				bound, n, seen, queueState(t, ns, task.ID), survivor.stderr.String())
+		}
+	}
+	t.Logf("all events delivered %s after the kills (claim idle %s)", time.Since(killed).Round(10*time.Millisecond), push.DefaultClaimIdle)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ids) != 4 {
+		t.Fatalf("delivery ids %v, want 4 distinct", ids)
+	}
+}
+
+// queueState describes the shared push queue of a namespace, for a failure.
+func queueState(t *testing.T, ns string, task a2a.TaskID) string {
+	o, _ := redis.ParseURL(machineRedis)
+	c := redis.NewClient(o)
+	defer c.Close()
+	ctx := context.Background()
+	prefix := "handoff:{" + ns + "}:"
+	pending, perr := c.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: prefix + "pushq", Group: "deliver", Start: "-", End: "+", Count: 100}).Result()
+	entries, xerr := c.XRange(ctx, prefix+"pushq", "-", "+").Result()
+	lock, _ := c.Get(ctx, prefix+"pushlock:"+string(task)).Result()
+	ttl, _ := c.PTTL(ctx, prefix+"pushlock:"+string(task)).Result()
+	state, _ := c.HGetAll(ctx, prefix+"push:"+string(task)).Result()
+	return fmt.Sprintf("entries %v (%v), pending %+v (%v), lock %q ttl %s, delivery state %v", entries, xerr, pending, perr, lock, ttl, state)
 }
