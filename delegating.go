@@ -130,7 +130,9 @@ var (
 
 // Execute implements [a2asrv.AgentExecutor]: the peer's progress is
 // streamed to our caller as working updates; our task completes only when
-// the gate commits, else it fails with the gate's reasons.
+// the gate commits, else it fails with the gate's reasons. The peer's
+// artifacts are assembled and stored as they stream, but reach our caller
+// only with the commit (large raw parts as blob URLs).
 func (s *delegateSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		if ec.StoredTask != nil {
@@ -320,8 +322,12 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 			acceptance.Rejected, peer.Name, final.ID, err))
 		return
 	}
-	// Blobs are stored before the gate runs: once it commits, nothing may fail.
-	out, err := s.present(ctx, ec, final.Artifacts)
+	// Blobs are stored before the gate runs: once it commits, nothing may
+	// fail. Only a completion can commit, so only its artifacts are stored.
+	var out []*a2a.Artifact
+	if final.Status.State == a2a.TaskStateCompleted {
+		out, err = s.present(ctx, ec, final.Artifacts)
+	}
 	if err != nil {
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec,
 			fmt.Sprintf("The peer's artifacts were not kept as blobs (peer %s, task %s): %v", peer.Name, final.ID, err))), nil)
