@@ -369,11 +369,17 @@ func (e *Engine) tailLoop(ctx context.Context) {
 		}
 		e.rep.mu.Unlock()
 		if len(after) == 0 {
+			idle := time.NewTimer(time.Second)
 			select {
 			case <-ctx.Done():
-				return
 			case <-e.rep.poke:
+			case <-idle.C:
+				// An engine whose store was closed without a Shutdown ends here.
+				if _, err := e.rep.store.Tail(ctx, nil, 0); errors.Is(err, ErrClosed) {
+					return
+				}
 			}
+			idle.Stop()
 			continue
 		}
 		got, err := e.rep.store.Tail(ctx, after, tailBlock)
