@@ -62,6 +62,9 @@ var _ a2asrv.RequestHandler = (*Engine)(nil)
 // the store holds as submitted or working were running when the process
 // stopped: NewEngine takes them up again when exec is a [Resumer] that can
 // resume them, and ends the others failed, with a status message saying so.
+// On a store that replicas share ([RedisStore]) the engine is one replica:
+// it takes only the tasks whose lease expired, and keeps doing so while it
+// runs (see [WithLeaseTTL]); tasks another replica runs stay its own.
 func NewEngine(ctx context.Context, store Store, exec a2asrv.AgentExecutor, opts ...Option) (*Engine, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
