@@ -32,4 +32,11 @@
 //	http.Handle("POST /a2a", v.Middleware(handler)) // handler: push.VerifiedFrom(r.Context())
 //
 // "handoff webhook listen" runs exactly this and prints each verified event.
+//
+// # Replicas
+//
+// On a store that replicas share ([tasks.RedisStore]) a [Dispatcher] takes
+// its work from the store's queue (queue.go): each job goes to one replica,
+// one replica at a time delivers a task, and a dead replica's jobs are
+// claimed by another after [DefaultClaimIdle].
 package push

@@ -18,5 +18,14 @@
 // [Store] is one interface for tasks, their event logs and their push
 // configs. [BoltStore] keeps them in a bbolt file and shares fsyncs between
 // concurrent writers (group commit). Every read is checked against the
-// task's [Owner]: another caller's task reads as [ErrNotFound].
+// task's [Owner]: another caller's task reads as [ErrNotFound]. [RedisStore]
+// keeps them in Redis (a Stream per task's log, one Lua script per append).
+//
+// # Replicas
+//
+// Engines on one [RedisStore] namespace are replicas of one agent (see
+// replica.go): each task runs on one replica under a lease it renews; a
+// replica takes over the tasks whose lease expired; subscribers on any
+// replica follow the task's Stream; a cancel reaches the replica running
+// the task. On any other store an engine runs alone.
 package tasks
