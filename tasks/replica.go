@@ -525,3 +525,34 @@ func (e *Engine) cancelElsewhere(ctx context.Context, h *hub, id a2a.TaskID) (t 
 		}
 	}
 }
+
+// writtenElsewhere handles a write of r refused as a conflict because
+// another replica wrote the task meanwhile (it took the task over, or
+// canceled it when this replica did not answer): it publishes what that
+// replica wrote and returns the task as stored, which ends r. It returns
+// nil when the conflict is not that (or without replicas).
+func (e *Engine) writtenElsewhere(r *run, prev *Snapshot, err error) *Snapshot {
+	if e.rep == nil || prev == nil || !errors.Is(err, ErrConflict) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), e.rep.ttl)
+	defer cancel()
+	evs, rerr := e.store.Events(ctx, r.owner, r.ec.TaskID, prev.Version)
+	if rerr != nil || len(evs) == 0 {
+		return nil
+	}
+	snap := prev
+	for _, ev := range evs {
+		next, aerr := apply(snap, ev.Event, time.Now())
+		if aerr != nil {
+			return nil
+		}
+		snap = next
+	}
+	r.h.mu.Lock()
+	r.h.publishLocked(snap, evs)
+	r.h.mu.Unlock()
+	e.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "task written by another replica; this execution stops",
+		slog.String("task_id", string(r.ec.TaskID)), slog.String("state", stateName(snap.Task.Status.State)))
+	return snap
+}

@@ -236,3 +236,63 @@ func eventsOf(stored []tasks.Event) []a2a.Event {
 	}
 	return out
 }
+
+// TestReplicasWrittenElsewhere: another replica ends a task this one runs
+// (as a cancel does when this replica does not answer in time); the
+// execution's next write is refused, and its blocking caller and
+// subscribers get the task as the other replica stored it.
+func TestReplicasWrittenElsewhere(t *testing.T) {
+	es, xs, stores := replicas(t, 1)
+	a := es[0]
+	type result struct {
+		res a2a.SendMessageResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := a.SendMessage(t.Context(), send("wait"))
+		done <- result{res, err}
+	}()
+	var id a2a.TaskID
+	waitFor(t, 10*time.Second, "the task to work", func() bool {
+		page, err := stores[0].List(t.Context(), tasks.ListQuery{Owner: tasks.Owner{Principal: tasks.AnonymousPrincipal}, PageSize: 10})
+		if err != nil || len(page.Tasks) != 1 || page.Tasks[0].Task.Status.State != a2a.TaskStateWorking {
+			return false
+		}
+		id = page.Tasks[0].Task.ID
+		return true
+	})
+	sub := make(chan []a2a.Event, 1)
+	go func() {
+		evs, _ := collect(t, a.SubscribeToTask(t.Context(), &a2a.SubscribeToTaskRequest{ID: id}))
+		sub <- evs
+	}()
+	// Another writer (a replica's fallback cancel) stores canceled.
+	owner := tasks.Owner{Principal: tasks.AnonymousPrincipal}
+	cur, err := stores[0].Get(t.Context(), owner, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	canceled := *cur.Task
+	canceled.Status = a2a.TaskStatus{State: a2a.TaskStateCanceled}
+	ev := a2a.NewStatusUpdateEvent(cur.Task, a2a.TaskStateCanceled, nil)
+	if err := stores[0].Append(t.Context(), &tasks.Snapshot{Task: &canceled, Owner: owner, Version: cur.Version + 1, Updated: time.Now()}, []a2a.Event{ev}); err != nil {
+		t.Fatal(err)
+	}
+	close(xs[0].release) // the execution goes on and writes: refused
+
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("blocking send: %v", r.err)
+	}
+	if got := r.res.(*a2a.Task); got.Status.State != a2a.TaskStateCanceled {
+		t.Fatalf("blocking send answered %s, want the canceled task the other writer stored", got.Status.State)
+	}
+	evs := <-sub
+	if len(evs) == 0 || !endsCanceled(evs[len(evs)-1]) {
+		t.Fatalf("subscription got %s, want it to end canceled", kinds(evs))
+	}
+	if got := waitState(t, a, id, a2a.TaskStateCanceled); got.Status.State != a2a.TaskStateCanceled {
+		t.Fatal(got.Status.State)
+	}
+}

@@ -114,7 +114,10 @@ func (r *run) writeLoop() {
 		}
 		r.mu.Lock()
 		r.writing = false
-		if err != nil {
+		if snap := r.e.writtenElsewhere(r, prev, err); snap != nil {
+			r.committed, r.cur, r.pending, r.ended = snap, snap, nil, true
+			r.stop(errLeaseLost)
+		} else if err != nil {
 			r.e.cfg.logger.Error("store task event", slog.String("task_id", string(r.ec.TaskID)), slog.Any("error", err))
 			r.writeErr, r.ended = err, true
 			if prev == nil {
