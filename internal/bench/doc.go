@@ -24,4 +24,8 @@
 //
 // [Goals] are the figures Handoff is expected to reach; [Report.Missed]
 // lists those it did not.
+//
+// [RunReplicas] measures blocking sends on one agent on the embedded store,
+// one on Redis and several replicas on one Redis namespace, in one run and
+// this process; BenchmarkReplicas prints its table for the README.
 package bench
