@@ -19,6 +19,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/redis/go-redis/v9"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/handoff-a2a/handoff/agentcard"
@@ -112,6 +113,16 @@ func openStore(ctx context.Context, cfg *Config) (agentStore, error) {
 	return s, nil
 }
 
+// sharedRedis is the task store's Redis client when the agent runs on Redis,
+// nil otherwise: the ledger and the audit log use it, so every replica
+// shares them.
+func sharedRedis(s agentStore) redis.UniversalClient {
+	if r, ok := s.(*tasks.RedisStore); ok {
+		return r.Client()
+	}
+	return nil
+}
+
 // NewLogger returns the logger a config asks for, writing to stderr.
 func NewLogger(c *Config) *slog.Logger {
 	var level slog.Level
@@ -144,22 +155,21 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	tl, err := newTools(cfg, o.logger)
+	store, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	store, err := openStore(ctx, cfg)
+	rdb := sharedRedis(store)
+	tl, err := newTools(cfg, rdb, o.logger)
 	if err != nil {
-		if tl != nil {
-			tl.audit.Close()
-		}
+		store.Close()
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, log: o.logger, store: store, tools: tl, authn: authn, keys: keys, guard: push.NewGuard(cfg.Push.AllowHosts)}
 	a.selfHop.Store(&delegation.Hop{Agent: cfg.Name})
 	approvers := slices.Clone(cfg.Approvers)
 	a.approvers.Store(&approvers)
-	if a.del, err = newDelegating(cfg, tl, func() delegation.Hop { return *a.selfHop.Load() }); err != nil {
+	if a.del, err = newDelegating(cfg, rdb, tl, func() delegation.Hop { return *a.selfHop.Load() }); err != nil {
 		store.Close()
 		if tl != nil {
 			tl.audit.Close()

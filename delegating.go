@@ -18,6 +18,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/handoff-a2a/handoff/acceptance"
 	"github.com/handoff-a2a/handoff/artifacts"
@@ -33,7 +34,7 @@ type delegating struct {
 	peers  *delegation.Directory
 	sender *delegation.Sender
 	gate   *acceptance.Gate
-	ledger *acceptance.BoltLedger
+	ledger commitLedger
 	// artifacts holds the peers' artifacts by digest (DATA_DIR/artifacts),
 	// each bounded in size: the ledger's evidence digests name them.
 	artifacts *artifacts.Store
@@ -43,8 +44,28 @@ type delegating struct {
 	base atomic.Pointer[string]
 }
 
-// newDelegating builds the outbound side when a skill delegates; nil otherwise.
-func newDelegating(c *Config, t *tools, self func() delegation.Hop) (*delegating, error) {
+// commitLedger is the commit ledger with the index of delegations and Close:
+// bbolt in the data directory, or Redis.
+type commitLedger interface {
+	acceptance.Ledger
+	Track(ctx context.Context, d *acceptance.Delegation) error
+	Delegations(ctx context.Context) ([]*acceptance.Delegation, error)
+	Close() error
+}
+
+// openLedger opens the ledger on rdb (the task store's Redis, shared by the
+// replicas, so a delegation commits once whichever replica runs it) or,
+// with none, in the data directory.
+func openLedger(c *Config, rdb redis.UniversalClient) (commitLedger, error) {
+	if rdb != nil {
+		return acceptance.NewRedisLedger(rdb, c.Store.Namespace)
+	}
+	return acceptance.OpenBoltLedger(filepath.Join(c.DataDir, "ledger.db"))
+}
+
+// newDelegating builds the outbound side when a skill delegates; nil
+// otherwise. rdb is the task store's Redis, nil on the embedded store.
+func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, self func() delegation.Hop) (*delegating, error) {
 	var contracts []*acceptance.Contract
 	for _, s := range c.Skills {
 		if s.Delegate == nil {
@@ -70,7 +91,7 @@ func newDelegating(c *Config, t *tools, self func() delegation.Hop) (*delegating
 	if err != nil {
 		return nil, err
 	}
-	ledger, err := acceptance.OpenBoltLedger(filepath.Join(c.DataDir, "ledger.db"))
+	ledger, err := openLedger(c, rdb)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/mcp"
 )
@@ -17,14 +19,31 @@ import (
 type tools struct {
 	manager  *mcp.Manager
 	pipeline *mcp.Pipeline
-	audit    *mcp.BoltAudit
+	audit    auditLog
 
 	reloading sync.Mutex // one reload at a time: the pipeline and the servers change together
 }
 
+// auditLog is the tool calls' audit log with its Close: bbolt in the data
+// directory, or Redis.
+type auditLog interface {
+	mcp.AuditLog
+	Close() error
+}
+
+// openAudit opens the audit log on rdb (the task store's Redis, shared by
+// the replicas) or, with none, in the data directory.
+func openAudit(c *Config, rdb redis.UniversalClient) (auditLog, error) {
+	if rdb != nil {
+		return mcp.NewRedisAudit(rdb, c.Store.Namespace)
+	}
+	return mcp.OpenBoltAudit(filepath.Join(c.DataDir, "audit.db"))
+}
+
 // newTools builds the MCP manager and pipeline from the config; nil when the
-// agent has no MCP servers.
-func newTools(c *Config, log *slog.Logger) (*tools, error) {
+// agent has no MCP servers. rdb is the task store's Redis, nil on the
+// embedded store.
+func newTools(c *Config, rdb redis.UniversalClient, log *slog.Logger) (*tools, error) {
 	if len(c.MCPServers) == 0 {
 		for _, s := range c.Skills {
 			if s.Executor == "mcp" {
@@ -38,7 +57,7 @@ func newTools(c *Config, log *slog.Logger) (*tools, error) {
 		return nil, fmt.Errorf("%s: mcp_servers: %w", c.path, err)
 	}
 	contracts := toolContracts(c)
-	audit, err := mcp.OpenBoltAudit(filepath.Join(c.DataDir, "audit.db"))
+	audit, err := openAudit(c, rdb)
 	if err != nil {
 		return nil, err
 	}

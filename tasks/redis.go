@@ -170,6 +170,11 @@ func (s *RedisStore) Close() error {
 	return s.rdb.Close()
 }
 
+// Client returns the store's Redis client, for the agent's other stores that
+// replicas share (the commit ledger, the audit log): they use its connections
+// and timeouts. The store owns it: Close closes it.
+func (s *RedisStore) Client() redis.UniversalClient { return s.rdb }
+
 // Ping checks that Redis answers, within the store's timeout; readiness
 // checks use it.
 func (s *RedisStore) Ping(ctx context.Context) error {

@@ -1,0 +1,97 @@
+package handoff
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/handoff-a2a/handoff/acceptance"
+	"github.com/handoff-a2a/handoff/mcp"
+)
+
+// TestLedgerAndAuditOnRedis: on a Redis store, the commit ledger, the
+// delegations index and the audit log live in Redis, shared by the
+// replicas: a delegation committed on replica A is in the ledger replica B
+// reads, B lists it, and neither replica writes ledger.db or audit.db.
+func TestLedgerAndAuditOnRedis(t *testing.T) {
+	bin := buildMCPServer(t)
+	common := fmt.Sprintf(`auth: {anonymous: true}
+log: {level: error}
+limits: {shutdown_grace: 1s}
+mcp_servers: [{name: notes, command: %q}]
+tool_contracts: [{tool: notes__stats, effect: read, risk: low, approval: none}]
+`, bin)
+	peer := startFromYAML(t, "peer.yaml", "name: Peer\ndescription: counts notes\n"+common+
+		"skills: [{id: notes-stats, name: Stats, executor: mcp, tool: notes__stats}]\n")
+	ns := "handoff-test-" + a2a.NewContextID()
+	t.Cleanup(func() { // leave the shared Redis as it was
+		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+		defer rdb.Close()
+		ctx := context.Background()
+		keys, _ := rdb.Keys(ctx, "handoff:{"+ns+"}:*").Result()
+		if len(keys) > 0 {
+			rdb.Del(ctx, keys...)
+		}
+	})
+	front := "name: Front\ndescription: delegates\n" + common + fmt.Sprintf(`store: {kind: redis, url: "redis://127.0.0.1:6379/0", namespace: %q}
+peers: [{name: peer, url: %q, trust: {jku_prefixes: [%q]}}]
+skills:
+  - {id: honest, name: H, executor: delegate, delegate: {skill: notes-stats, contract: %q}}
+`, ns, peer, peer+"/.well-known/", writeContract(t, t.TempDir(), "honest", "/notes", "result.notes == evidence.notes__stats.notes"))
+	replicaA := startFromYAML(t, "front.yaml", front)
+	replicaB := startFromYAML(t, "front.yaml", front)
+
+	_, out := call(t, replicaA, "", "", "SendMessage",
+		`{"message":{"messageId":"m-honest","role":"ROLE_USER","metadata":{"handoff/skill":"honest"},"parts":[{"data":{}}]}}`)
+	task := resultTask(t, out)
+	if state(task) != "TASK_STATE_COMPLETED" {
+		t.Fatalf("honest on A: %s %v", state(task), task["status"])
+	}
+	id := task["id"].(string)
+
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer rdb.Close()
+	l, err := acceptance.NewRedisLedger(rdb, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := l.Get(t.Context(), id); err != nil || e.Skill != "honest" {
+		t.Fatalf("ledger entry of %s in Redis: %+v, %v", id, e, err)
+	}
+	audit, err := mcp.NewRedisAudit(rdb, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The gate's verifier ran notes__stats through A's pipeline.
+	if recs, err := audit.List(t.Context(), mcp.AuditFilter{Principal: "handoff:gate"}); err != nil || len(recs) == 0 || recs[0].Tool != "notes__stats" {
+		t.Fatalf("audit records of the gate in Redis: %+v, %v", recs, err)
+	}
+
+	resp, err := http.Get(replicaB + "/a2a/delegations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed struct{ Delegations []acceptance.Delegation }
+	err = json.NewDecoder(resp.Body).Decode(&listed)
+	resp.Body.Close()
+	if err != nil || len(listed.Delegations) != 1 || listed.Delegations[0].TaskID != id || listed.Delegations[0].Outcome != "committed" {
+		t.Fatalf("delegations listed by B: %+v, %v", listed, err)
+	}
+
+	for _, url := range []string{replicaA, replicaB} {
+		for _, f := range []string{"ledger.db", "audit.db"} {
+			if _, err := os.Stat(filepath.Join(frontDir(t, url), f)); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s wrote %s on a Redis store: %v", url, f, err)
+			}
+		}
+	}
+}
