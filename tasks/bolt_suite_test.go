@@ -23,15 +23,16 @@ func TestBoltStore(t *testing.T) {
 type corruptibleBolt struct {
 	*tasks.BoltStore
 	path string
+	opts []tasks.BoltOption
 }
 
-func openCorruptibleBolt(tb testing.TB) *corruptibleBolt {
+func openCorruptibleBolt(tb testing.TB, opts ...tasks.BoltOption) *corruptibleBolt {
 	path := filepath.Join(tb.TempDir(), "tasks.db")
-	s, err := tasks.OpenBolt(path, time.Second)
+	s, err := tasks.OpenBolt(path, time.Second, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &corruptibleBolt{BoltStore: s, path: path}
+	return &corruptibleBolt{BoltStore: s, path: path, opts: opts}
 }
 
 // put writes value at key of bucket, in the embedded store's layout.
@@ -51,7 +52,7 @@ func (c *corruptibleBolt) put(t *testing.T, bucket string, key []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.BoltStore, err = tasks.OpenBolt(c.path, time.Second); err != nil {
+	if c.BoltStore, err = tasks.OpenBolt(c.path, time.Second, c.opts...); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -40,8 +40,8 @@ var ErrUnavailable = errors.New("store unavailable")
 // tasks that have push configs. No key has a TTL: tasks and their logs are
 // the record of what the agent did, as in the embedded store.
 //
-// Push configs are stored as given, tokens and credentials included, as the
-// embedded store does: protect the Redis (ACL, TLS, no shared access).
+// Push configs' tokens and credentials are sealed with [WithSealer]'s keys
+// before they reach Redis; without it they are stored as given.
 //
 // Durability is Redis's: Append's promise that a returned write survives a
 // crash holds with appendonly yes and appendfsync always.
@@ -50,6 +50,7 @@ type RedisStore struct {
 	prefix  string
 	timeout time.Duration
 	closed  atomic.Bool
+	sealer  *Sealer // nil: push secrets stored as given
 }
 
 var _ Store = (*RedisStore)(nil)
@@ -63,6 +64,7 @@ func (f redisOptionFunc) applyRedis(c *redisConfig) { f(c) }
 
 type redisConfig struct {
 	timeout time.Duration
+	sealer  *Sealer
 }
 
 // WithRedisTimeout bounds each call of the store: dialing, reading and
@@ -108,7 +110,7 @@ func OpenRedis(ctx context.Context, url string, namespace string, opts ...RedisO
 			return d.DialContext(ctx, "unix", addr)
 		}
 	}
-	s := &RedisStore{rdb: redis.NewUniversalClient(uo), prefix: "handoff:{" + namespace + "}:", timeout: cfg.timeout}
+	s := &RedisStore{rdb: redis.NewUniversalClient(uo), prefix: "handoff:{" + namespace + "}:", timeout: cfg.timeout, sealer: cfg.sealer}
 	cctx, cancel := s.bound(ctx)
 	defer cancel()
 	if err := s.rdb.Ping(cctx).Err(); err != nil {
@@ -637,6 +639,10 @@ func (s *RedisStore) PutPushConfig(ctx context.Context, owner Owner, cfg *a2a.Pu
 	if cfg == nil {
 		return fmt.Errorf("put push config: no config")
 	}
+	cfg, err := s.sealer.seal(cfg)
+	if err != nil {
+		return fmt.Errorf("put push config: %w", err)
+	}
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return fmt.Errorf("put push config of task %s: encode: %w", cfg.TaskID, err)
@@ -677,7 +683,11 @@ func (s *RedisStore) GetPushConfig(ctx context.Context, owner Owner, task a2a.Ta
 	if d.Owner != owner {
 		return nil, fmt.Errorf("get push config %s of task %s: %w", id, task, ErrNotFound)
 	}
-	return d.Config, nil
+	cfg, err := s.sealer.open(d.Config)
+	if err != nil {
+		return nil, fmt.Errorf("get push config %s of task %s: %w", id, task, err)
+	}
+	return cfg, nil
 }
 
 // ListPushConfigs implements [Store].
@@ -703,7 +713,11 @@ func (s *RedisStore) ListPushConfigs(ctx context.Context, owner Owner, task a2a.
 			return nil, fmt.Errorf("list push configs of task %s: %w", task, err)
 		}
 		if d.Owner == owner {
-			out = append(out, d.Config)
+			cfg, err := s.sealer.open(d.Config)
+			if err != nil {
+				return nil, fmt.Errorf("list push configs of task %s: %w", task, err)
+			}
+			out = append(out, cfg)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -774,6 +788,9 @@ func (s *RedisStore) PushDeliveries(ctx context.Context, task a2a.TaskID) ([]*Pu
 		for _, v := range cmd.Val() {
 			d, err := decodeRedisPush(v)
 			if err != nil {
+				return nil, fmt.Errorf("read push deliveries: %w", err)
+			}
+			if d.Config, err = s.sealer.open(d.Config); err != nil {
 				return nil, fmt.Errorf("read push deliveries: %w", err)
 			}
 			out = append(out, d)

@@ -1,0 +1,187 @@
+package tasks
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// MinSecretBytes is the least key material [NewSealer] takes from each secret.
+const MinSecretBytes = 32
+
+// ErrUnsealable means a stored secret was sealed under a key the store was
+// not given (a key rotated out of the config, or another agent's), or was
+// altered: it is refused rather than sent anywhere.
+var ErrUnsealable = errors.New("push secret cannot be opened")
+
+// sealedPrefix starts every sealed value; the key id and the sealed bytes
+// follow: "sealed:v1:<key id>:<base64 of nonce and ciphertext>".
+const sealedPrefix = "sealed:v1:"
+
+// A Sealer encrypts the secrets of push configs (the token, and the
+// credentials of their authentication) before a store keeps them, with
+// AES-256-GCM under keys derived by HKDF-SHA256 from secrets the agent is
+// configured with, so neither the bbolt file nor Redis holds them in clear.
+// Each sealed value is bound to its task, config and field: copied into
+// another config it does not open.
+//
+// The first secret seals; every one given opens. Rotation: put the new
+// secret first and keep the old one after it until every config sealed
+// under it was replaced or deleted; a value sealed under a secret no longer
+// given fails with [ErrUnsealable]. Values stored in clear before sealing was
+// on are read as they are and sealed when their config is next stored.
+type Sealer struct {
+	sealID string
+	aeads  map[string]cipher.AEAD // by key id
+}
+
+// NewSealer derives one key from each secret (at least [MinSecretBytes]
+// each); the first seals. Every replica of an agent must be given the same
+// secrets.
+func NewSealer(secrets ...[]byte) (*Sealer, error) {
+	if len(secrets) == 0 {
+		return nil, errors.New("new sealer: no secret")
+	}
+	s := &Sealer{aeads: make(map[string]cipher.AEAD, len(secrets))}
+	for i, secret := range secrets {
+		if len(secret) < MinSecretBytes {
+			return nil, fmt.Errorf("new sealer: secret %d has %d bytes, under the minimum of %d", i, len(secret), MinSecretBytes)
+		}
+		key, err := hkdf.Key(sha256.New, secret, nil, "handoff push config secrets v1", 32)
+		if err != nil {
+			return nil, fmt.Errorf("new sealer: derive key %d: %w", i, err)
+		}
+		block, err := aes.NewCipher(key)
+		if err != nil {
+			return nil, fmt.Errorf("new sealer: key %d: %w", i, err)
+		}
+		aead, err := cipher.NewGCM(block)
+		if err != nil {
+			return nil, fmt.Errorf("new sealer: key %d: %w", i, err)
+		}
+		// The id names the key without revealing it: a hash of the key, not of the secret.
+		sum := sha256.Sum256(key)
+		id := hex.EncodeToString(sum[:4])
+		s.aeads[id] = aead
+		if i == 0 {
+			s.sealID = id
+		}
+	}
+	return s, nil
+}
+
+// additional binds a sealed value to where it belongs.
+func additional(cfg *a2a.PushConfig, field string) []byte {
+	return []byte(string(cfg.TaskID) + "\x00" + cfg.ID + "\x00" + field)
+}
+
+func (s *Sealer) sealValue(cfg *a2a.PushConfig, field, v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	aead := s.aeads[s.sealID]
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(v)+aead.Overhead())
+	if _, err := rand.Read(nonce); err != nil {
+		return "", fmt.Errorf("seal push %s: %w", field, err)
+	}
+	out := aead.Seal(nonce, nonce, []byte(v), additional(cfg, field))
+	return sealedPrefix + s.sealID + ":" + base64.RawStdEncoding.EncodeToString(out), nil
+}
+
+func (s *Sealer) openValue(cfg *a2a.PushConfig, field, v string) (string, error) {
+	rest, sealed := strings.CutPrefix(v, sealedPrefix)
+	if !sealed {
+		return v, nil // stored before sealing was on
+	}
+	if s == nil {
+		return "", fmt.Errorf("push %s of config %s: %w: the store has no sealing key", field, cfg.ID, ErrUnsealable)
+	}
+	id, enc, ok := strings.Cut(rest, ":")
+	aead := s.aeads[id]
+	if !ok || aead == nil {
+		return "", fmt.Errorf("push %s of config %s: %w: sealed under key %q, not configured", field, cfg.ID, ErrUnsealable, id)
+	}
+	raw, err := base64.RawStdEncoding.DecodeString(enc)
+	if err != nil || len(raw) < aead.NonceSize() {
+		return "", fmt.Errorf("push %s of config %s: %w: not a sealed value", field, cfg.ID, ErrUnsealable)
+	}
+	plain, err := aead.Open(nil, raw[:aead.NonceSize()], raw[aead.NonceSize():], additional(cfg, field))
+	if err != nil {
+		return "", fmt.Errorf("push %s of config %s: %w: %w", field, cfg.ID, ErrUnsealable, err)
+	}
+	return string(plain), nil
+}
+
+// seal returns a copy of cfg with its secrets sealed, or cfg itself when s
+// is nil (no sealing) or cfg holds no secret.
+func (s *Sealer) seal(cfg *a2a.PushConfig) (*a2a.PushConfig, error) {
+	if s == nil || cfg == nil || (cfg.Token == "" && (cfg.Auth == nil || cfg.Auth.Credentials == "")) {
+		return cfg, nil
+	}
+	out := *cfg
+	var err error
+	if out.Token, err = s.sealValue(cfg, "token", cfg.Token); err != nil {
+		return nil, err
+	}
+	if cfg.Auth != nil {
+		auth := *cfg.Auth
+		if auth.Credentials, err = s.sealValue(cfg, "credentials", auth.Credentials); err != nil {
+			return nil, err
+		}
+		out.Auth = &auth
+	}
+	return &out, nil
+}
+
+// open returns a copy of a stored cfg with its secrets opened. A nil s
+// opens nothing, and refuses a sealed value.
+func (s *Sealer) open(cfg *a2a.PushConfig) (*a2a.PushConfig, error) {
+	if cfg == nil || (!strings.HasPrefix(cfg.Token, sealedPrefix) && (cfg.Auth == nil || !strings.HasPrefix(cfg.Auth.Credentials, sealedPrefix))) {
+		return cfg, nil
+	}
+	out := *cfg
+	var err error
+	if out.Token, err = s.openValue(cfg, "token", cfg.Token); err != nil {
+		return nil, err
+	}
+	if cfg.Auth != nil {
+		auth := *cfg.Auth
+		if auth.Credentials, err = s.openValue(cfg, "credentials", auth.Credentials); err != nil {
+			return nil, err
+		}
+		out.Auth = &auth
+	}
+	return &out, nil
+}
+
+// A StoreOption configures [OpenBolt] and [OpenRedis].
+type StoreOption interface {
+	RedisOption
+	BoltOption
+}
+
+// A BoltOption configures [OpenBolt].
+type BoltOption interface{ applyBolt(*boltConfig) }
+
+type boltConfig struct {
+	sealer *Sealer
+}
+
+type sealerOption struct{ s *Sealer }
+
+func (o sealerOption) applyRedis(c *redisConfig) { c.sealer = o.s }
+func (o sealerOption) applyBolt(c *boltConfig)   { c.sealer = o.s }
+
+// WithSealer seals the secrets of push configs with s before the store
+// keeps them, and opens them when it reads them back. Without it they are
+// stored as given, and a sealed one read back fails with [ErrUnsealable].
+func WithSealer(s *Sealer) StoreOption { return sealerOption{s} }
