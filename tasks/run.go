@@ -48,6 +48,7 @@ type run struct {
 	cur       *Snapshot // with every applied event; nil until a new task's first event
 	committed *Snapshot // as stored and published
 	pending   []a2a.Event
+	spare     []a2a.Event   // the writer's last batch, emptied, for pending to reuse
 	writing   bool          // the writer holds a batch outside mu
 	flushed   *sync.Cond    // on mu: pending became empty, or writing failed
 	wake      chan struct{} // tells the writer there is something pending
@@ -87,7 +88,7 @@ func (r *run) writeLoop() {
 		}
 		r.mu.Lock()
 		evs, next, prev := r.pending, r.cur, r.committed
-		r.pending, r.writing = nil, len(evs) > 0
+		r.pending, r.spare, r.writing = r.spare, nil, len(evs) > 0
 		failed := r.writeErr != nil
 		r.mu.Unlock()
 		if len(evs) == 0 || failed {
@@ -139,6 +140,8 @@ func (r *run) writeLoop() {
 				f(r.ec.TaskID)
 			}
 		}
+		clear(evs) // the events live on in the hub, not through this array
+		r.spare = evs[:0]
 		r.flushed.Broadcast()
 		r.mu.Unlock()
 	}
@@ -284,7 +287,7 @@ func (r *run) emit(ev a2a.Event) bool {
 // write. It returns false when the event was refused.
 func (r *run) recordLocked(ev a2a.Event, msg *a2a.Message) bool {
 	now := time.Now()
-	var evs []a2a.Event
+	queued := len(r.pending)
 	next := r.cur
 	if next == nil {
 		if _, ok := ev.(*a2a.Task); !ok {
@@ -295,7 +298,7 @@ func (r *run) recordLocked(ev a2a.Event, msg *a2a.Message) bool {
 				r.ended = true
 				return false
 			}
-			evs = append(evs, t)
+			r.pending = append(r.pending, t)
 		}
 	}
 	if msg != nil {
@@ -307,13 +310,16 @@ func (r *run) recordLocked(ev a2a.Event, msg *a2a.Message) bool {
 			t.History = append(t.History, t.Status.Message)
 		}
 		t.History = append(t.History, msg)
-		t.Status = a2a.TaskStatus{State: a2a.TaskStateWorking, Timestamp: &now}
+		ts := now // its own copy: taking now's address would move now to the heap on every event
+		t.Status = a2a.TaskStatus{State: a2a.TaskStateWorking, Timestamp: &ts}
 		next = &Snapshot{Task: &t, Owner: next.Owner, Version: next.Version + 1, Updated: now}
-		evs = append(evs, &t)
+		r.pending = append(r.pending, &t)
 	} else {
 		n, err := apply(next, ev, now)
 		if err != nil {
-			if len(evs) > 0 || r.cur != nil {
+			made := len(r.pending) > queued
+			r.pending = r.pending[:queued] // a submitted task made above goes with the refused event
+			if made || r.cur != nil {
 				r.failLocked("The agent produced an invalid event sequence: " + err.Error())
 			} else {
 				r.err = a2a.NewError(a2a.ErrInvalidAgentResponse, "the agent produced an invalid first event: "+err.Error())
@@ -322,11 +328,10 @@ func (r *run) recordLocked(ev a2a.Event, msg *a2a.Message) bool {
 			return false
 		}
 		next = n
-		evs = append(evs, ev)
+		r.pending = append(r.pending, ev)
 	}
 	next.Owner = r.owner
 	r.cur = next
-	r.pending = append(r.pending, evs...)
 	select {
 	case r.wake <- struct{}{}:
 	default: // the writer is already due to look

@@ -58,10 +58,14 @@ func apply(prev *Snapshot, ev a2a.Event, now time.Time) (*Snapshot, error) {
 		return nil, fmt.Errorf("%w: event for task %q context %q on task %q context %q",
 			ErrInvalidEvent, info.TaskID, info.ContextID, cur.ID, cur.ContextID)
 	}
-	next := *prev
+	// The snapshot and its task copy share one allocation.
+	pair := &struct {
+		snap Snapshot
+		task a2a.Task
+	}{snap: *prev, task: *cur}
+	next, t := &pair.snap, &pair.task
 	next.Version++
-	t := *cur
-	next.Task = &t
+	next.Task = t
 	switch e := ev.(type) {
 	case *a2a.Task:
 		if !validState(e.Status.State) {
@@ -119,7 +123,7 @@ func apply(prev *Snapshot, ev a2a.Event, now time.Time) (*Snapshot, error) {
 	default:
 		return nil, fmt.Errorf("%w: unknown event type %T", ErrInvalidEvent, ev)
 	}
-	return &next, nil
+	return next, nil
 }
 
 func statusTime(s a2a.TaskStatus, now time.Time) time.Time {

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +16,7 @@ import (
 	"github.com/handoff-a2a/handoff/internal/bench"
 )
 
-const benchSynopsis = "[--duration D] [--concurrency 1,16,64] [--scenarios send,stream,get,grpc] [--json] [--no-targets]"
+const benchSynopsis = "[--duration D] [--concurrency 1,16,64] [--scenarios send,stream,get,grpc] [--json] [--no-targets] [--cpuprofile FILE] [--memprofile FILE]"
 
 // runBench measures Handoff against a2a-go's own server and a fixed-answer
 // HTTP handler, all in this process, and checks the goals of
@@ -25,6 +28,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	scenarios := fs.String("scenarios", "send,stream,get,grpc", "comma-separated `names` of the scenarios to run")
 	asJSON := fs.Bool("json", false, "print one JSON document instead of the tables")
 	noTargets := fs.Bool("no-targets", false, "exit 0 even when Handoff misses a goal")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (load generator and targets share the process) to `file`")
+	memProfile := fs.String("memprofile", "", "write an allocation profile of the whole run to `file`")
 	rest, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -51,7 +56,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		opts.Scenarios = append(opts.Scenarios, sc)
 	}
 
+	stopProfiles, err := startProfiles(*cpuProfile, *memProfile)
+	if err != nil {
+		return err
+	}
 	report, err := bench.Run(ctx, opts)
+	if perr := stopProfiles(); perr != nil {
+		return perr
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return errors.New("bench: interrupted; nothing to report")
@@ -76,4 +88,45 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "bench: goal missed: %s\n", v)
 	}
 	return fmt.Errorf("bench: Handoff missed %d of %d goals (--no-targets ignores them)", len(missed), len(report.Verdicts))
+}
+
+// startProfiles starts the CPU profile to cpuFile and the allocation profile
+// to memFile, either empty for none. The returned stop writes them.
+func startProfiles(cpuFile, memFile string) (stop func() error, err error) {
+	var cpu *os.File
+	if cpuFile != "" {
+		if cpu, err = os.Create(cpuFile); err != nil {
+			return nil, fmt.Errorf("bench: create the CPU profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(cpu); err != nil {
+			return nil, errors.Join(fmt.Errorf("bench: start the CPU profile: %w", err), cpu.Close())
+		}
+	}
+	return func() error {
+		var err error
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			if cerr := cpu.Close(); cerr != nil {
+				err = fmt.Errorf("bench: write the CPU profile: %w", cerr)
+			}
+		}
+		if memFile == "" {
+			return err
+		}
+		runtime.GC() // the profile then counts every allocation of the run
+		f, merr := os.Create(memFile)
+		if merr != nil {
+			return errors.Join(err, fmt.Errorf("bench: create the memory profile: %w", merr))
+		}
+		merr = pprof.Lookup("allocs").WriteTo(f, 0)
+		return errors.Join(err, wrapErr("bench: write the memory profile", merr), wrapErr("bench: write the memory profile", f.Close()))
+	}, nil
+}
+
+// wrapErr wraps err, if any, with the failed operation.
+func wrapErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", op, err)
 }
