@@ -94,16 +94,21 @@ type agentStore interface {
 }
 
 // openStore opens the store the config names: bbolt in the data directory
-// (the default), or Redis.
-func openStore(ctx context.Context, cfg *Config) (agentStore, error) {
+// (the default), or Redis. Either seals push configs' secrets (see
+// storeSealer).
+func openStore(ctx context.Context, cfg *Config, keys *agentcard.KeySet) (agentStore, error) {
+	sealer, err := storeSealer(cfg, keys)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Store.Kind == "redis" {
-		s, err := tasks.OpenRedis(ctx, cfg.Store.URL, cfg.Store.Namespace)
+		s, err := tasks.OpenRedis(ctx, cfg.Store.URL, cfg.Store.Namespace, tasks.WithSealer(sealer))
 		if err != nil {
 			return nil, err
 		}
 		return s, nil
 	}
-	s, err := tasks.OpenBolt(filepath.Join(cfg.DataDir, "tasks.db"), 2*time.Second)
+	s, err := tasks.OpenBolt(filepath.Join(cfg.DataDir, "tasks.db"), 2*time.Second, tasks.WithSealer(sealer))
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("%w (is another agent using data directory %s?)", err, cfg.DataDir)
 	}
@@ -155,7 +160,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := openStore(ctx, cfg)
+	store, err := openStore(ctx, cfg, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +181,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 		}
 		return nil, err
 	}
-	engine, err := tasks.NewEngine(ctx, store, newSkillRouter(cfg, tl, a.del),
+	engineOpts := []tasks.Option{
 		tasks.WithCapabilities(a2a.AgentCapabilities{
 			Streaming:         *cfg.Capabilities.Streaming,
 			PushNotifications: cfg.Capabilities.PushNotifications,
@@ -204,7 +209,11 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 		tasks.WithMaxConcurrent(cfg.Limits.MaxConcurrentTasks),
 		tasks.WithIdleTimeout(cfg.Limits.ExecutorIdleTimeout.Duration),
 		tasks.WithLogger(o.logger),
-	)
+	}
+	if cfg.Store.LeaseTTL != nil {
+		engineOpts = append(engineOpts, tasks.WithLeaseTTL(cfg.Store.LeaseTTL.Duration))
+	}
+	engine, err := tasks.NewEngine(ctx, store, newSkillRouter(cfg, tl, a.del), engineOpts...)
 	if err != nil {
 		store.Close()
 		if tl != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -188,7 +189,8 @@ type ToolContractConfig struct {
 	Idempotency string `yaml:"idempotency"`
 }
 
-// StoreConfig chooses the task store.
+// StoreConfig chooses the task store, and the keys that seal the push
+// secrets it keeps.
 type StoreConfig struct {
 	// Kind is "embedded" (default: bbolt in DataDir) or "redis".
 	Kind string `yaml:"kind"`
@@ -197,6 +199,45 @@ type StoreConfig struct {
 	// Namespace prefixes every key, so several agents share one Redis.
 	// Default: the agent's name.
 	Namespace string `yaml:"namespace"`
+	// SecretKeyFiles name files of at least 32 bytes of random key material
+	// (head -c 32 /dev/urandom > FILE) from which the keys that seal push
+	// configs' tokens and credentials are derived: the first seals, every
+	// one opens, so a rotation puts the new file first and keeps the old one
+	// until the configs sealed under it are gone. Default: derived from the
+	// signing keys (the one that signs now seals, every configured one
+	// opens); kind redis needs this or signing.keys, which every replica
+	// shares.
+	SecretKeyFiles []string `yaml:"secret_key_files"`
+	// LeaseTTL is how long a running task's lease outlives its replica on
+	// Redis: a dead replica's tasks are taken over or failed within about
+	// 1.5 lease_ttl. Default 6s; at least 1s; kind redis only.
+	LeaseTTL *Duration `yaml:"lease_ttl"`
+	// ClaimIdle is how long a push delivery a replica holds may go untouched
+	// before another replica claims it. Default 15s; at least 1s; kind redis
+	// only.
+	ClaimIdle *Duration `yaml:"claim_idle"`
+	// ArtifactsDir holds the peers' artifacts that delegate skills store,
+	// content-addressed (each blob written to a temporary file, then
+	// renamed), so replicas may share it on a shared volume and every
+	// replica serves every blob. Default: data_dir/artifacts, this
+	// process's alone.
+	ArtifactsDir string `yaml:"artifacts_dir"`
+}
+
+// artifactsDir is where delegate skills keep the peers' artifacts.
+func (c *Config) artifactsDir() string {
+	if c.Store.ArtifactsDir != "" {
+		return c.Store.ArtifactsDir
+	}
+	return filepath.Join(c.DataDir, "artifacts")
+}
+
+// claimIdle is ClaimIdle, or zero (the dispatcher's default) when unset.
+func (s *StoreConfig) claimIdle() time.Duration {
+	if s.ClaimIdle == nil {
+		return 0
+	}
+	return s.ClaimIdle.Duration
 }
 
 // PushSettings tunes webhook delivery. Webhook URLs must be https and
@@ -531,12 +572,31 @@ func (c *Config) validate(doc *yaml.Node) error {
 		if c.Store.URL != "" {
 			bad("store.url", "is only for kind redis")
 		}
+		if c.Store.LeaseTTL != nil {
+			bad("store.lease_ttl", "is only for kind redis")
+		}
+		if c.Store.ClaimIdle != nil {
+			bad("store.claim_idle", "is only for kind redis")
+		}
 	case "redis":
 		if !strings.HasPrefix(c.Store.URL, "redis://") && !strings.HasPrefix(c.Store.URL, "rediss://") {
 			bad("store.url", "kind redis needs a redis:// or rediss:// URL")
 		}
 	default:
 		bad("store.kind", "%q is not one of embedded, redis", c.Store.Kind)
+	}
+	for _, d := range []struct {
+		key string
+		d   *Duration
+	}{{"store.lease_ttl", c.Store.LeaseTTL}, {"store.claim_idle", c.Store.ClaimIdle}} {
+		if d.d != nil && d.d.Duration < time.Second {
+			bad(d.key, "%s is under the minimum of 1s", d.d.Duration)
+		}
+	}
+	for i, f := range c.Store.SecretKeyFiles {
+		if f == "" {
+			bad(fmt.Sprintf("store.secret_key_files[%d]", i), "is empty")
+		}
 	}
 	if c.Push.MaxAttempts < 1 {
 		bad("push.max_attempts", "must be at least 1")

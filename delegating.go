@@ -87,7 +87,7 @@ func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, self func() d
 	if err != nil {
 		return nil, err
 	}
-	arts, err := artifacts.NewStore(filepath.Join(c.DataDir, "artifacts"))
+	arts, err := artifacts.NewStore(c.artifactsDir())
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,7 @@ func (a *Agent) startPush(ctx context.Context, issuer string) (wait func()) {
 		push.WithRetries(c.MaxAttempts, c.MaxAge.Duration),
 		push.WithBackoff(c.RetryDelay.Duration, 5*time.Minute),
 		push.WithTimeout(c.Timeout.Duration),
+		push.WithClaimIdle(a.cfg.Store.claimIdle()),
 		push.WithLogger(a.log))
 	a.dispatcher.Store(d)
 	done := make(chan struct{})

@@ -15,13 +15,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/handoff-a2a/handoff/acceptance"
+	"github.com/handoff-a2a/handoff/artifacts"
 	"github.com/handoff-a2a/handoff/mcp"
 )
 
 // TestLedgerAndAuditOnRedis: on a Redis store, the commit ledger, the
 // delegations index and the audit log live in Redis, shared by the
 // replicas: a delegation committed on replica A is in the ledger replica B
-// reads, B lists it, and neither replica writes ledger.db or audit.db.
+// reads, B lists it, its evidence is in the artifacts_dir they share, and
+// neither replica writes ledger.db, audit.db or artifacts in its data_dir.
 func TestLedgerAndAuditOnRedis(t *testing.T) {
 	bin := buildMCPServer(t)
 	common := fmt.Sprintf(`auth: {anonymous: true}
@@ -33,6 +35,8 @@ tool_contracts: [{tool: notes__stats, effect: read, risk: low, approval: none}]
 	peer := startFromYAML(t, "peer.yaml", "name: Peer\ndescription: counts notes\n"+common+
 		"skills: [{id: notes-stats, name: Stats, executor: mcp, tool: notes__stats}]\n")
 	ns := "handoff-test-" + a2a.NewContextID()
+	// The replicas share an artifacts_dir.
+	shared := t.TempDir()
 	t.Cleanup(func() { // leave the shared Redis as it was
 		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 		defer rdb.Close()
@@ -42,11 +46,11 @@ tool_contracts: [{tool: notes__stats, effect: read, risk: low, approval: none}]
 			rdb.Del(ctx, keys...)
 		}
 	})
-	front := "name: Front\ndescription: delegates\n" + common + fmt.Sprintf(`store: {kind: redis, url: "redis://127.0.0.1:6379/0", namespace: %q}
+	front := "name: Front\ndescription: delegates\n" + common + fmt.Sprintf(`store: {kind: redis, url: "redis://127.0.0.1:6379/0", namespace: %q, secret_key_files: [%q], artifacts_dir: %q}
 peers: [{name: peer, url: %q, trust: {jku_prefixes: [%q]}}]
 skills:
   - {id: honest, name: H, executor: delegate, delegate: {skill: notes-stats, contract: %q}}
-`, ns, peer, peer+"/.well-known/", writeContract(t, t.TempDir(), "honest", "/notes", "result.notes == evidence.notes__stats.notes"))
+`, ns, secretFile(t), shared, peer, peer+"/.well-known/", writeContract(t, t.TempDir(), "honest", "/notes", "result.notes == evidence.notes__stats.notes"))
 	replicaA := startFromYAML(t, "front.yaml", front)
 	replicaB := startFromYAML(t, "front.yaml", front)
 
@@ -64,8 +68,17 @@ skills:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e, err := l.Get(t.Context(), id); err != nil || e.Skill != "honest" {
+	e, err := l.Get(t.Context(), id)
+	if err != nil || e.Skill != "honest" {
 		t.Fatalf("ledger entry of %s in Redis: %+v, %v", id, e, err)
+	}
+	// The evidence the entry names is in the shared artifacts_dir.
+	arts, err := artifacts.NewStore(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := arts.Get(t.Context(), e.EvidenceDigests["notes__stats"]); err != nil || len(a.Parts) == 0 {
+		t.Fatalf("evidence %v in the shared artifacts_dir: %v, %v", e.EvidenceDigests, a, err)
 	}
 	audit, err := mcp.NewRedisAudit(rdb, ns)
 	if err != nil {
@@ -88,7 +101,7 @@ skills:
 	}
 
 	for _, url := range []string{replicaA, replicaB} {
-		for _, f := range []string{"ledger.db", "audit.db"} {
+		for _, f := range []string{"ledger.db", "audit.db", "artifacts"} {
 			if _, err := os.Stat(filepath.Join(frontDir(t, url), f)); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("%s wrote %s on a Redis store: %v", url, f, err)
 			}

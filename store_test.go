@@ -22,7 +22,8 @@ func TestAgentOnRedis(t *testing.T) {
 	}
 	conn.Close()
 	c := testConfig(t)
-	c.Store = StoreConfig{Kind: "redis", URL: "redis://127.0.0.1:6379/0", Namespace: "handoff-test-" + a2a.NewContextID()}
+	c.Store = StoreConfig{Kind: "redis", URL: "redis://127.0.0.1:6379/0", Namespace: "handoff-test-" + a2a.NewContextID(),
+		SecretKeyFiles: []string{secretFile(t)}}
 	t.Cleanup(func() { // leave the shared Redis as it was
 		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 		defer rdb.Close()

@@ -7,6 +7,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -103,6 +104,15 @@ func writeConfig(t *testing.T, c agentConfig) string {
 		}
 	}
 	if c.store != nil {
+		if c.store["kind"] == "redis" && c.store["secret_key_files"] == nil {
+			// Replicas share the secret that seals push configs' tokens:
+			// the first config written for a store map names it for all.
+			secret := filepath.Join(t.TempDir(), "store.secret")
+			if err := os.WriteFile(secret, []byte(rand.Text()+rand.Text()), 0o600); err != nil {
+				t.Fatalf("write store secret: %v", err)
+			}
+			c.store["secret_key_files"] = []string{secret}
+		}
 		doc["store"] = c.store
 	}
 	// listen and data_dir come from the command line, as the brief of each

@@ -116,6 +116,16 @@ func RunReplicas(ctx context.Context, opts ReplicaOptions) (_ *ReplicaReport, er
 // blocking sends spread over them.
 func (g *generator) measureReplicas(ctx context.Context, store string, n int, opts ReplicaOptions, dir, ns string, log *slog.Logger) (_ ReplicaResult, err error) {
 	var makers []func() caller
+	// Replicas on Redis share the secret that seals push configs' tokens.
+	secret := filepath.Join(dir, "store.secret")
+	if store == "redis" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return ReplicaResult{}, fmt.Errorf("write store secret: %w", err)
+		}
+		if err := os.WriteFile(secret, []byte(rand.Text()+rand.Text()), 0o600); err != nil {
+			return ReplicaResult{}, fmt.Errorf("write store secret: %w", err)
+		}
+	}
 	for i := range n {
 		cfg, _, err := conformanceConfig()
 		if err != nil {
@@ -124,6 +134,7 @@ func (g *generator) measureReplicas(ctx context.Context, store string, n int, op
 		cfg.DataDir = filepath.Join(dir, fmt.Sprint(i))
 		if store == "redis" {
 			cfg.Store.Kind, cfg.Store.URL, cfg.Store.Namespace = "redis", opts.RedisURL, ns
+			cfg.Store.SecretKeyFiles = []string{secret}
 		}
 		t, stop, err := g.serveAgent(ctx, cfg, log)
 		if err != nil {
