@@ -21,6 +21,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzDecodeEvents$$' -fuzztime $(FUZZTIME) ./tasks
 	go test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./tasks
 	go test -run '^$$' -fuzz '^FuzzStoreURL$$' -fuzztime $(FUZZTIME) ./tasks
+	go test -run '^$$' -fuzz '^FuzzSealed$$' -fuzztime $(FUZZTIME) ./tasks
 	go test -run '^$$' -fuzz '^FuzzDecodeEntries$$' -fuzztime $(FUZZTIME) ./tasks
 	go test -run '^$$' -fuzz '^FuzzJSONRPCRequest$$' -fuzztime $(FUZZTIME) .
 	go test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) .
