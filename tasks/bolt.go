@@ -59,7 +59,7 @@ type boltWrite struct {
 }
 
 // OpenBolt opens (or creates) the store file at path. A file another process
-// holds open is refused after timeout.
+// holds open is refused after timeout. [WithSealer] seals push secrets.
 func OpenBolt(path string, timeout time.Duration, opts ...BoltOption) (*BoltStore, error) {
 	var cfg boltConfig
 	for _, o := range opts {
