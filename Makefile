@@ -18,6 +18,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME) ./tasks
 	go test -run '^$$' -fuzz '^FuzzAppendEvent$$' -fuzztime $(FUZZTIME) ./tasks
 	go test -run '^$$' -fuzz '^FuzzEncodeTaskRecord$$' -fuzztime $(FUZZTIME) ./tasks
+	go test -run '^$$' -fuzz '^FuzzAppendAny$$' -fuzztime $(FUZZTIME) ./tasks
 	go test -run '^$$' -fuzz '^FuzzDecodeEvents$$' -fuzztime $(FUZZTIME) ./tasks
 	go test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./tasks
 	go test -run '^$$' -fuzz '^FuzzStoreURL$$' -fuzztime $(FUZZTIME) ./tasks

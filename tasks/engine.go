@@ -41,6 +41,10 @@ type Engine struct {
 
 	slots chan struct{} // one token per running execution
 
+	// writers hands a new run to a writer goroutine that finished its last
+	// one and waits for another (see [Engine.writer]).
+	writers chan *run
+
 	rep *replica // set when the store is shared with other replicas
 
 	// keyed orders the creation of tasks from idempotency keys: a key's
@@ -71,12 +75,13 @@ func NewEngine(ctx context.Context, store Store, exec a2asrv.AgentExecutor, opts
 		o.apply(&cfg)
 	}
 	e := &Engine{
-		store: store,
-		exec:  exec,
-		cfg:   cfg,
-		hubs:  make(map[a2a.TaskID]*hub),
-		slots: make(chan struct{}, cfg.maxConcurrent),
-		idle:  make(chan struct{}),
+		store:   store,
+		exec:    exec,
+		cfg:     cfg,
+		hubs:    make(map[a2a.TaskID]*hub),
+		slots:   make(chan struct{}, cfg.maxConcurrent),
+		writers: make(chan *run),
+		idle:    make(chan struct{}),
 	}
 	recovered := e.recover
 	if s, ok := store.(sharedStore); ok { // other replicas' running tasks are theirs

@@ -71,8 +71,34 @@ func (e *Engine) newRun(ctx context.Context, h *hub, owner Owner, ec *a2asrv.Exe
 	r := &run{e: e, h: h, owner: owner, ec: ec, ctx: ctx, stop: stop, cur: base, committed: base, slot: slot,
 		started: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1), quit: make(chan struct{})}
 	r.flushed = sync.NewCond(&r.mu)
-	go r.writeLoop()
+	select {
+	case e.writers <- r:
+	default:
+		go e.writer(r)
+	}
 	return r
+}
+
+// writerIdle is how long a writer goroutine waits for another run.
+const writerIdle = 5 * time.Second
+
+// writer runs the write loops of one run after another. A fresh goroutine
+// per run grew its stack again for every task while encoding it, which
+// took about a third of the writer's CPU; a reused one keeps its stack.
+func (e *Engine) writer(r *run) {
+	idle := time.NewTimer(writerIdle)
+	defer idle.Stop()
+	for {
+		r.writeLoop()
+		idle.Reset(writerIdle)
+		select {
+		case r = <-e.writers:
+		case <-idle.C:
+			return
+		case <-e.idle: // shut down
+			return
+		}
+	}
 }
 
 // maxPending bounds the events an executor may run ahead of the disk.
