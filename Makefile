@@ -38,6 +38,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzCollector$$' -fuzztime $(FUZZTIME) ./artifacts
 	go test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./mcp
 	go test -run '^$$' -fuzz '^FuzzDecodeAuditRecord$$' -fuzztime $(FUZZTIME) ./mcp
+	go test -run '^$$' -fuzz '^FuzzObject$$' -fuzztime $(FUZZTIME) ./internal/jcs
 
 build:
 	go build -o bin/handoff ./cmd/handoff

@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/gowebpki/jcs"
+	gojcs "github.com/gowebpki/jcs"
+
+	"github.com/handoff-a2a/handoff/internal/jcs"
 )
 
 // jcsWriter writes a decoded JSON tree (what encoding/json decodes into any,
@@ -18,7 +20,7 @@ import (
 // It exists because the JCS libraries for Go (gowebpki/jcs, cyberphone's
 // json-canonicalization) only transform JSON text: going through them meant
 // encoding the tree and parsing it again, half the cost of a verification.
-// Numbers still go through jcs.NumberToJSON, the library's ES6 formatter.
+// Numbers still go through gojcs.NumberToJSON, the library's ES6 formatter.
 type jcsWriter struct {
 	buf []byte
 }
@@ -43,7 +45,7 @@ func (w *jcsWriter) value(v any) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("number %.40q: %w", v, err)
 		}
-		s, err := jcs.NumberToJSON(f)
+		s, err := gojcs.NumberToJSON(f)
 		if err != nil {
 			return false, fmt.Errorf("number %.40q: %w", v, err)
 		}
@@ -90,7 +92,7 @@ func (w *jcsWriter) object(v map[string]any) (bool, error) {
 	for k := range v {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, compareUTF16)
+	slices.SortFunc(keys, jcs.Compare)
 	start := len(w.buf)
 	w.buf = append(w.buf, '{')
 	n := 0
@@ -121,69 +123,12 @@ func (w *jcsWriter) object(v map[string]any) (bool, error) {
 	return true, nil
 }
 
-// string appends s quoted as RFC 8785 section 3.2.2.2 says: only '"', '\'
-// and the control characters are escaped, the usual five with their short
-// forms, the rest as \u00xx in lower case; everything else is written as is.
+// string appends s in its RFC 8785 form; JCS has no way to carry invalid
+// UTF-8, so it is refused.
 func (w *jcsWriter) string(s string) error {
 	if !utf8.ValidString(s) {
 		return errors.New("string is not valid UTF-8")
 	}
-	w.buf = append(w.buf, '"')
-	last := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		w.buf = append(w.buf, s[last:i]...)
-		last = i + 1
-		switch c {
-		case '"', '\\':
-			w.buf = append(w.buf, '\\', c)
-		case '\b':
-			w.buf = append(w.buf, '\\', 'b')
-		case '\t':
-			w.buf = append(w.buf, '\\', 't')
-		case '\n':
-			w.buf = append(w.buf, '\\', 'n')
-		case '\f':
-			w.buf = append(w.buf, '\\', 'f')
-		case '\r':
-			w.buf = append(w.buf, '\\', 'r')
-		default:
-			const hex = "0123456789abcdef"
-			w.buf = append(w.buf, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-	}
-	w.buf = append(w.buf, s[last:]...)
-	w.buf = append(w.buf, '"')
+	w.buf = jcs.AppendString(w.buf, s)
 	return nil
-}
-
-// compareUTF16 orders strings by their UTF-16 code units, as JCS sorts
-// member names. It differs from byte (code point) order only where a
-// character above U+FFFF, written with a surrogate (U+D800..U+DFFF), meets
-// one in U+E000..U+FFFF.
-func compareUTF16(a, b string) int {
-	for a != "" && b != "" {
-		ra, na := utf8.DecodeRuneInString(a)
-		rb, nb := utf8.DecodeRuneInString(b)
-		if ra != rb {
-			ua, ub := firstUnit(ra), firstUnit(rb)
-			if ua != ub {
-				return int(ua) - int(ub)
-			}
-			return int(ra) - int(rb) // same high surrogate: the low ones keep code point order
-		}
-		a, b = a[na:], b[nb:]
-	}
-	return len(a) - len(b)
-}
-
-// firstUnit is the first UTF-16 code unit of r.
-func firstUnit(r rune) rune {
-	if r < 0x10000 {
-		return r
-	}
-	return 0xd800 + (r-0x10000)>>10
 }

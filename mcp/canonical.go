@@ -8,12 +8,14 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/gowebpki/jcs"
+	gojcs "github.com/gowebpki/jcs"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/handoff-a2a/handoff/internal/jcs"
 )
 
 // The canonical encoder writes RFC 8785 (JCS) JSON straight from decoded JSON values: the
-// bytes are those of jcs.Transform(json.Marshal(v)), without the marshal, the parse and the
+// bytes are those of gowebpki/jcs's Transform(json.Marshal(v)), without the marshal, the parse and the
 // decode back that the round trip costs on every call. Values that are not plain decoded
 // JSON (structs, typed maps and slices, other number types) take that round trip once, so
 // that they are encoded exactly as encoding/json would send them.
@@ -44,8 +46,8 @@ func (c *canonicaliser) value(v any) (sent, plain any, same bool, err error) {
 		c.buf = strconv.AppendBool(c.buf, v)
 		return v, v, true, nil
 	case string:
-		s := validUTF8(v)
-		c.buf = appendCanonicalString(c.buf, s)
+		s := jcs.ValidUTF8(v)
+		c.buf = jcs.AppendString(c.buf, s)
 		return s, s, true, nil
 	case float64:
 		return c.number(v)
@@ -72,7 +74,7 @@ func (c *canonicaliser) value(v any) (sent, plain any, same bool, err error) {
 }
 
 func (c *canonicaliser) number(f float64) (any, any, bool, error) {
-	text, err := jcs.NumberToJSON(f)
+	text, err := gojcs.NumberToJSON(f)
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("number %v is not JSON", f)
 	}
@@ -101,14 +103,14 @@ func (c *canonicaliser) object(m map[string]any) (any, any, bool, error) {
 	if fixed { // json.Marshal would send the repaired key; two repairs may collide
 		originals = make(map[string]string, len(keys))
 		for i, k := range keys {
-			keys[i] = validUTF8(k)
+			keys[i] = jcs.ValidUTF8(k)
 			if _, dup := originals[keys[i]]; dup {
 				return nil, nil, false, fmt.Errorf("duplicate key %q after replacing invalid UTF-8", keys[i])
 			}
 			originals[keys[i]] = k
 		}
 	}
-	slices.SortFunc(keys, compareUTF16)
+	slices.SortFunc(keys, jcs.Compare)
 	var sent, plain map[string]any
 	if c.copies {
 		sent = make(map[string]any, len(m))
@@ -118,7 +120,7 @@ func (c *canonicaliser) object(m map[string]any) (any, any, bool, error) {
 		if i > 0 {
 			c.buf = append(c.buf, ',')
 		}
-		c.buf = appendCanonicalString(c.buf, k)
+		c.buf = jcs.AppendString(c.buf, k)
 		c.buf = append(c.buf, ':')
 		orig := k
 		if fixed {
@@ -226,7 +228,7 @@ func appendCanonicalContent(dst []byte, content []mcpsdk.Content) ([]byte, error
 		}
 		if t, ok := block.(*mcpsdk.TextContent); ok && t.Meta == nil && t.Annotations == nil {
 			dst = append(dst, `{"text":`...)
-			dst = appendCanonicalString(dst, validUTF8(t.Text))
+			dst = jcs.AppendString(dst, jcs.ValidUTF8(t.Text))
 			dst = append(dst, `,"type":"text"}`...)
 			continue
 		}
@@ -237,84 +239,6 @@ func appendCanonicalContent(dst []byte, content []mcpsdk.Content) ([]byte, error
 		dst = c.buf
 	}
 	return append(dst, ']'), nil
-}
-
-// appendCanonicalString writes s (valid UTF-8) as RFC 8785 does: only the quote, the
-// backslash and control characters are escaped, the five with short forms by them.
-func appendCanonicalString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		if b >= 0x20 && b != '"' && b != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch b {
-		case '"', '\\':
-			dst = append(dst, '\\', b)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// validUTF8 replaces every byte of s that is not part of valid UTF-8 with U+FFFD, one per
-// byte, as encoding/json does when it sends a string.
-func validUTF8(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	out := make([]byte, 0, len(s)+8)
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			out = utf8.AppendRune(out, utf8.RuneError)
-		} else {
-			out = append(out, s[i:i+size]...)
-		}
-		i += size
-	}
-	return string(out)
-}
-
-// compareUTF16 orders strings by their UTF-16 code units, as RFC 8785 sorts keys. It differs
-// from byte order only where a character above U+FFFF (a surrogate pair, 0xD800…) meets one
-// in U+E000…U+FFFF.
-func compareUTF16(a, b string) int {
-	for a != "" && b != "" {
-		ra, na := utf8.DecodeRuneInString(a)
-		rb, nb := utf8.DecodeRuneInString(b)
-		if ra != rb {
-			return int(utf16Key(ra)) - int(utf16Key(rb))
-		}
-		a, b = a[na:], b[nb:]
-	}
-	return len(a) - len(b)
-}
-
-// utf16Key is a rune's sort key among UTF-16 code units: its first unit, then (for a
-// surrogate pair) its low surrogate, so two pairs with the same high surrogate still order.
-func utf16Key(r rune) uint32 {
-	if r < 0x10000 {
-		return uint32(r) << 10
-	}
-	r -= 0x10000
-	return (0xD800+uint32(r>>10))<<10 | uint32(r&0x3FF)
 }
 
 // isJSONNumber reports whether n is a JSON number literal, which json.Number does not check.

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/handoff-a2a/handoff/internal/jcs"
 )
 
 // Decision is the policy's answer to a proposed call. The table, first match wins:
@@ -402,7 +404,7 @@ func canonicalise(tool string, in map[string]any) (args map[string]any, plain an
 		return nil, nil, "", fmt.Errorf("canonicalise: %w", err)
 	}
 	c.buf = append(c.buf, `,"tool":`...)
-	c.buf = appendCanonicalString(c.buf, validUTF8(tool))
+	c.buf = jcs.AppendString(c.buf, jcs.ValidUTF8(tool))
 	c.buf = append(c.buf, '}')
 	sum := sha256.Sum256(c.buf)
 	return sent.(map[string]any), plain, hex.EncodeToString(sum[:]), nil
