@@ -53,8 +53,7 @@ func ledgerBackends() []ledgerBackend {
 			}
 		}},
 		{name: "redis", shared: true, place: func(t *testing.T) func(t *testing.T) ledgerStore {
-			ns := "ledgertest-" + rand.Text()
-			t.Cleanup(func() { deleteNamespace(t, ns) })
+			ns := redisNamespace(t)
 			return func(t *testing.T) ledgerStore {
 				rdb := newClient(t)
 				l, err := acceptance.NewRedisLedger(rdb, ns)
@@ -76,6 +75,13 @@ func newClient(t *testing.T) *redis.Client {
 	rdb := redis.NewClient(opt)
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
+}
+
+// redisNamespace returns a namespace of its own for t, whose keys are deleted after it.
+func redisNamespace(t *testing.T) string {
+	ns := "ledgertest-" + rand.Text()
+	t.Cleanup(func() { deleteNamespace(t, ns) })
+	return ns
 }
 
 // deleteNamespace removes every key of ns.
@@ -263,8 +269,7 @@ func TestRedisLedgerRefuses(t *testing.T) {
 	if _, err := acceptance.NewRedisLedger(nil, "x"); err == nil {
 		t.Error("a nil client accepted")
 	}
-	ns := "ledgertest-" + rand.Text()
-	t.Cleanup(func() { deleteNamespace(t, ns) })
+	ns := redisNamespace(t)
 	l, err := acceptance.NewRedisLedger(rdb, ns)
 	if err != nil {
 		t.Fatal(err)
