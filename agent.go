@@ -263,7 +263,7 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 	mux.Handle(pathJWKS, staticJSON(jwks, 5*time.Minute))
 
 	mux.Handle("POST "+pathJSONRPC, limitBody(limit, true, authenticate(a.authn, bindingJSONRPC, versioned(
-		a2asrv.NewJSONRPCHandler(a.handler), a2av0.NewJSONRPCHandler(a.handler), true))))
+		streamJSONRPC(a.handler, a2asrv.NewJSONRPCHandler(a.handler)), a2av0.NewJSONRPCHandler(a.handler), true))))
 	mux.Handle(pathREST+"/", limitBody(limit, false, authenticate(a.authn, bindingREST, versioned(
 		sseErrorAsHTTP(http.StripPrefix(pathREST, a2asrv.NewRESTHandler(a.handler))),
 		sseErrorAsHTTP(http.StripPrefix(pathREST, a2av0.NewRESTHandler(a.handler))), false))))

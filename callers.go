@@ -159,6 +159,9 @@ func (h callerHandler) SubscribeToTask(ctx context.Context, r *a2a.SubscribeToTa
 }
 
 func (h callerHandler) SendStreamingMessage(ctx context.Context, r *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+	if seq, ok := ctx.Value(replayKey{}).(iter.Seq2[a2a.Event, error]); ok {
+		return seq // a stream started by streamJSONRPC, whose first answer a2a-go writes
+	}
 	if r != nil && r.Message != nil && h.receive != nil {
 		if err := h.receive(r.Message); err != nil {
 			return func(yield func(a2a.Event, error) bool) { yield(nil, err) }

@@ -3,16 +3,23 @@ package handoff
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	a2alog "github.com/a2aproject/a2a-go/v2/log"
+	"github.com/google/uuid"
+
+	"github.com/handoff-a2a/handoff/tasks"
 )
 
 // protocolVersion is the A2A version a request asked for.
@@ -286,4 +293,131 @@ func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),
 			slog.Int("status", rec.status), slog.Duration("duration", time.Since(start)))
 	})
+}
+
+// replayKey marks a request context that carries the stream a2a-go's
+// handler is to write, instead of starting one.
+type replayKey struct{}
+
+// streamJSONRPC serves SendStreamingMessage of JSON-RPC 1.0 and passes every
+// other request to next, a2a-go's JSON-RPC handler. a2a-go runs each stream
+// in a goroutine of its own that hands over every event, encoded by
+// encoding/json, through a channel; here the request's goroutine writes each
+// event as the engine yields it, in the JSON the store's writers make. A
+// request it does not take apart the way a2a-go does, and a stream whose
+// first answer is an error, go to next, so their answers are a2a-go's.
+func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := r.Body.(*bufferedBody)
+		flusher, canFlush := w.(http.Flusher)
+		if !ok || !canFlush || r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var env struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      any             `json:"id"`
+			Method  string          `json:"method"`
+			Params  json.RawMessage `json:"params"`
+		}
+		var req a2a.SendMessageRequest
+		if json.Unmarshal(body.data, &env) != nil || env.JSONRPC != "2.0" || env.Method != "SendStreamingMessage" ||
+			!plainID(env.ID) || json.Unmarshal(env.Params, &req) != nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ctx, _ := a2asrv.NewCallContext(r.Context(), a2asrv.NewServiceParams(r.Header))
+		id, _ := json.Marshal(env.ID) // a string or a number
+		var (
+			started  bool
+			firstErr error
+			buf      []byte
+		)
+		for ev, err := range h.SendStreamingMessage(ctx, &req) {
+			if !started {
+				if err != nil {
+					firstErr = err
+					break
+				}
+				started = true
+				hdr := w.Header()
+				hdr.Set("Content-Type", "text/event-stream")
+				hdr.Set("Cache-Control", "no-cache")
+				hdr.Set("Connection", "keep-alive")
+				hdr.Set("X-Accel-Buffering", "no")
+				w.WriteHeader(http.StatusOK)
+				buf = make([]byte, 0, 2048)
+			}
+			buf = append(append(buf[:0], "id: "...), uuid.NewString()...)
+			buf = append(append(append(buf, "\ndata: {\"jsonrpc\":\"2.0\",\"id\":"...), id...), ',')
+			buf = appendStreamAnswer(buf, ev, err)
+			buf = append(buf, "}\n\n"...)
+			if _, werr := w.Write(buf); werr != nil {
+				return // the client left; leaving the loop ends the stream
+			}
+			flusher.Flush()
+			if err != nil {
+				return
+			}
+		}
+		if started {
+			return
+		}
+		body.Reset(body.data)
+		replay := func(yield func(a2a.Event, error) bool) {
+			if firstErr != nil {
+				yield(nil, firstErr)
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), replayKey{}, iter.Seq2[a2a.Event, error](replay))))
+	})
+}
+
+// plainID reports whether a JSON-RPC id is one a2a-go's handler takes and
+// answers with the same JSON: a string or a number.
+func plainID(id any) bool {
+	switch id.(type) {
+	case string, float64:
+		return true
+	}
+	return false
+}
+
+// appendStreamAnswer appends `"result":` and the event, or `"error":` and
+// err, the way a2a-go's JSON-RPC binding writes them.
+func appendStreamAnswer(b []byte, ev a2a.Event, err error) []byte {
+	if err == nil {
+		b = append(b, `"result":`...)
+		if out, eerr := tasks.AppendStreamResponse(b, ev); eerr == nil {
+			return out
+		}
+		j, merr := json.Marshal(a2a.StreamResponse{Event: ev})
+		if merr == nil {
+			return append(b, j...)
+		}
+		b, err = b[:len(b)-len(`"result":`)], fmt.Errorf("%w: encode event: %w", a2a.ErrInternalError, merr)
+	}
+	j, _ := json.Marshal(map[string]any{"code": jsonrpcCode(err), "message": err.Error()}) // only strings and an int
+	return append(append(b, `"error":`...), j...)
+}
+
+// jsonrpcCode is the JSON-RPC error code of the A2A specification for err.
+func jsonrpcCode(err error) int {
+	for _, c := range []struct {
+		code int
+		err  error
+	}{
+		{-32700, a2a.ErrParseError}, {-32600, a2a.ErrInvalidRequest}, {-32601, a2a.ErrMethodNotFound},
+		{-32602, a2a.ErrInvalidParams}, {-32000, a2a.ErrServerError}, {-32001, a2a.ErrTaskNotFound},
+		{-32002, a2a.ErrTaskNotCancelable}, {-32003, a2a.ErrPushNotificationNotSupported},
+		{-32004, a2a.ErrUnsupportedOperation}, {-32005, a2a.ErrUnsupportedContentType},
+		{-32006, a2a.ErrInvalidAgentResponse}, {-32007, a2a.ErrExtendedCardNotConfigured},
+		{-32008, a2a.ErrExtensionSupportRequired}, {-32009, a2a.ErrVersionNotSupported},
+		{-31401, a2a.ErrUnauthenticated}, {-31403, a2a.ErrUnauthorized},
+	} {
+		if errors.Is(err, c.err) {
+			return c.code
+		}
+	}
+	return -32603
 }

@@ -21,6 +21,12 @@ import (
 // was most of the store's allocations per event. Metadata and data parts,
 // free-form values, still go through json.Marshal.
 
+// AppendStreamResponse appends ev as json.Marshal(a2a.StreamResponse{Event: ev})
+// writes it, for transports that answer with the same JSON the store keeps.
+func AppendStreamResponse(b []byte, ev a2a.Event) ([]byte, error) {
+	return appendEvent(b, ev)
+}
+
 // appendEvent appends ev in its a2a.StreamResponse form.
 func appendEvent(b []byte, ev a2a.Event) ([]byte, error) {
 	var err error
