@@ -146,6 +146,9 @@ func (h callerHandler) CancelTask(ctx context.Context, r *a2a.CancelTaskRequest)
 }
 
 func (h callerHandler) SendMessage(ctx context.Context, r *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	if rep, ok := ctx.Value(replayKey{}).(sendReplay); ok {
+		return nil, rep.err // answered already, through streamJSONRPC
+	}
 	if r != nil && r.Message != nil && h.receive != nil {
 		if err := h.receive(r.Message); err != nil {
 			return nil, err

@@ -295,17 +295,24 @@ func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 	})
 }
 
-// replayKey marks a request context that carries the stream a2a-go's
-// handler is to write, instead of starting one.
+// replayKey marks a request context that carries the answer a2a-go's
+// handler is to write, instead of starting a task: the stream, or the
+// [sendReplay] of a SendMessage.
 type replayKey struct{}
 
-// streamJSONRPC serves SendStreamingMessage of JSON-RPC 1.0 and passes every
-// other request to next, a2a-go's JSON-RPC handler. a2a-go runs each stream
+// sendReplay is the error a SendMessage answered.
+type sendReplay struct{ err error }
+
+// streamJSONRPC serves SendMessage and SendStreamingMessage of JSON-RPC 1.0
+// and passes every other request to next, a2a-go's JSON-RPC handler. A
+// SendMessage answer is written with the store's JSON writers instead of
+// encoding/json. a2a-go runs each stream
 // in a goroutine of its own that hands over every event, encoded by
 // encoding/json, through a channel; here the request's goroutine writes each
 // event as the engine yields it, in the JSON the store's writers make. A
 // request it does not take apart the way a2a-go does, and a stream whose
-// first answer is an error, go to next, so their answers are a2a-go's.
+// first answer is an error (and every SendMessage error), go to next, so
+// their answers are a2a-go's.
 func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := r.Body.(*bufferedBody)
@@ -321,13 +328,26 @@ func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 			Params  json.RawMessage `json:"params"`
 		}
 		var req a2a.SendMessageRequest
-		if json.Unmarshal(body.data, &env) != nil || env.JSONRPC != "2.0" || env.Method != "SendStreamingMessage" ||
+		if json.Unmarshal(body.data, &env) != nil || env.JSONRPC != "2.0" || (env.Method != "SendStreamingMessage" && env.Method != "SendMessage") ||
 			!plainID(env.ID) || json.Unmarshal(env.Params, &req) != nil {
 			next.ServeHTTP(w, r)
 			return
 		}
 		ctx, _ := a2asrv.NewCallContext(r.Context(), a2asrv.NewServiceParams(r.Header))
 		id, _ := json.Marshal(env.ID) // a string or a number
+		if env.Method == "SendMessage" {
+			res, err := h.SendMessage(ctx, &req)
+			if err != nil {
+				body.Reset(body.data)
+				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), replayKey{}, sendReplay{err})))
+				return
+			}
+			buf := append(append(make([]byte, 0, 2048), `{"jsonrpc":"2.0","id":`...), id...)
+			buf = appendStreamAnswer(append(buf, ','), res, nil)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(append(buf, "}\n"...)) // a client that left has nothing to be told
+			return
+		}
 		var (
 			started  bool
 			firstErr error

@@ -103,3 +103,51 @@ func TestStreamJSONRPCFallsBackToA2AGo(t *testing.T) {
 		t.Fatalf("trailing value: events %q, want the task's events from a2a-go, which reads the first value only", data)
 	}
 }
+
+// TestSendJSONRPCWritesWhatA2AGoWrites checks a JSON-RPC 1.0 SendMessage
+// answer against a2a-go's encoding of the same task, and that an error is
+// a2a-go's own answer.
+func TestSendJSONRPCWritesWhatA2AGoWrites(t *testing.T) {
+	url := startAgent(t, testConfig(t))
+	post := func(body string) string {
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", url+pathJSONRPC, strings.NewReader(body))
+		req.Header.Set("A2A-Version", "1.0")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			t.Fatalf("Content-Type %q, want application/json", ct)
+		}
+		var b strings.Builder
+		if _, err := bufio.NewReader(resp.Body).WriteTo(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	for _, msg := range []string{"tck-artifact-text-1", "tck-message-response-1"} {
+		got := post(`{"jsonrpc":"2.0","id":"q","method":"SendMessage","params":{"message":{"messageId":"` + msg + `","role":"ROLE_USER","parts":[{"text":"<i>"}]}}}`)
+		var env struct {
+			Result a2a.StreamResponse `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(got), &env); err != nil || env.Result.Event == nil {
+			t.Fatalf("%s: answer %s: %v", msg, got, err)
+		}
+		want, err := json.Marshal(struct {
+			JSONRPC string             `json:"jsonrpc"`
+			ID      string             `json:"id"`
+			Result  a2a.StreamResponse `json:"result"`
+		}{"2.0", "q", env.Result})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != string(want)+"\n" {
+			t.Fatalf("%s: answer\n%s\na2a-go writes\n%s", msg, got, want)
+		}
+	}
+	got := post(`{"jsonrpc":"2.0","id":"e","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[]}}}`)
+	if !strings.Contains(got, `"code":-32602`) || !strings.Contains(got, `"reason":"INVALID_PARAMS"`) || !strings.Contains(got, `"id":"e"`) {
+		t.Fatalf("a message without parts: answer %s, want a2a-go's error with code -32602 and its ErrorInfo", got)
+	}
+}
