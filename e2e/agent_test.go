@@ -177,47 +177,14 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// startAgent runs `handoff serve` on a free port and returns once /healthz
-// answers. Unless the test stops it, cleanup stops it with SIGINT and
-// requires a graceful exit (code 0).
+// startAgent runs `handoff serve` with the conformance config on a free
+// port and returns once /healthz answers.
 func startAgent(t *testing.T, c agentConfig) *agent {
 	t.Helper()
 	if c.dataDir == "" {
 		c.dataDir = t.TempDir()
 	}
-	a := &agent{t: t, dataDir: c.dataDir, addr: freeAddr(t), stderr: &syncBuffer{}, exited: make(chan struct{})}
-	a.base = "http://" + a.addr
-	a.cmd = exec.Command(handoffBin, "serve", "--config", writeConfig(t, c), "--listen", a.addr, "--data-dir", c.dataDir)
-	a.cmd.Stdout = a.stderr
-	a.cmd.Stderr = a.stderr
-	if err := a.cmd.Start(); err != nil {
-		t.Fatalf("start handoff: %v", err)
-	}
-	go func() {
-		_ = a.cmd.Wait()
-		a.state = a.cmd.ProcessState
-		close(a.exited)
-	}()
-	t.Cleanup(func() {
-		a.mu.Lock()
-		stopped := a.stopped
-		a.mu.Unlock()
-		if !stopped {
-			if code := a.stop(os.Interrupt); code != 0 {
-				t.Errorf("agent exited with code %d after SIGINT, want 0 (graceful shutdown)%s", code, a.exitReason(code))
-			}
-		}
-		// A leftover process would outlive the test binary.
-		select {
-		case <-a.exited:
-		default:
-			_ = a.cmd.Process.Kill()
-			<-a.exited
-		}
-		if t.Failed() {
-			t.Logf("agent %s log:\n%s", a.addr, a.stderr.String())
-		}
-	})
+	a := launch(t, "agent", writeConfig(t, c), freeAddr(t), c.dataDir)
 	a.waitReady()
 	return a
 }

@@ -22,45 +22,10 @@ import (
 
 // launchAgent starts `handoff serve` with the YAML config given, on addr and
 // a data directory of its own, and returns without waiting: a test starts
-// several agents, then waits for each with waitReady. Cleanup stops it with
-// SIGINT and wants exit code 0, as startAgent's does.
+// several agents, then waits for each with waitReady.
 func launchAgent(t *testing.T, name, addr, config string) *agent {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), name+".yaml")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatalf("write %s's config: %v", name, err)
-	}
-	a := &agent{t: t, dataDir: t.TempDir(), addr: addr, base: "http://" + addr, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	a.cmd = exec.Command(handoffBin, "serve", "--config", path, "--listen", a.addr, "--data-dir", a.dataDir)
-	a.cmd.Stdout, a.cmd.Stderr = a.stderr, a.stderr
-	if err := a.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		_ = a.cmd.Wait()
-		a.state = a.cmd.ProcessState
-		close(a.exited)
-	}()
-	t.Cleanup(func() {
-		a.mu.Lock()
-		stopped := a.stopped
-		a.mu.Unlock()
-		if !stopped {
-			if code := a.stop(os.Interrupt); code != 0 {
-				t.Errorf("%s exited with code %d after SIGINT, want 0%s", name, code, a.exitReason(code))
-			}
-		}
-		select {
-		case <-a.exited:
-		default:
-			_ = a.cmd.Process.Kill()
-			<-a.exited
-		}
-		if t.Failed() {
-			t.Logf("%s (%s) log:\n%s", name, a.addr, a.stderr.String())
-		}
-	})
-	return a
+	return launch(t, name, writeFile(t, name+".yaml", config), addr, t.TempDir())
 }
 
 // buildMCPServer builds examples/mcpserver, the MCP tool server every agent

@@ -3,12 +3,54 @@ package e2e
 import (
 	"encoding/json"
 	"iter"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 )
+
+// launch starts `handoff serve` with the config file, on addr and dataDir,
+// and returns without waiting for it to be ready. Unless the test stops or
+// kills it, cleanup stops it with SIGINT and requires a graceful exit (code
+// 0); a process still running then is killed, as it would outlive the test
+// binary. name labels its errors and, when the test failed, its log.
+func launch(t *testing.T, name, config, addr, dataDir string) *agent {
+	t.Helper()
+	a := &agent{t: t, dataDir: dataDir, addr: addr, base: "http://" + addr, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	a.cmd = exec.Command(handoffBin, "serve", "--config", config, "--listen", addr, "--data-dir", dataDir)
+	a.cmd.Stdout, a.cmd.Stderr = a.stderr, a.stderr
+	if err := a.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		_ = a.cmd.Wait()
+		a.state = a.cmd.ProcessState
+		close(a.exited)
+	}()
+	t.Cleanup(func() {
+		a.mu.Lock()
+		stopped := a.stopped
+		a.mu.Unlock()
+		if !stopped {
+			if code := a.stop(os.Interrupt); code != 0 {
+				t.Errorf("%s exited with code %d after SIGINT, want 0 (graceful shutdown)%s", name, code, a.exitReason(code))
+			}
+		}
+		select {
+		case <-a.exited:
+		default:
+			_ = a.cmd.Process.Kill()
+			<-a.exited
+		}
+		if t.Failed() {
+			t.Logf("%s (%s) log:\n%s", name, addr, a.stderr.String())
+		}
+	})
+	return a
+}
 
 // userMessage is a user text message with the given id (its prefix picks
 // the conformance agent's behaviour).

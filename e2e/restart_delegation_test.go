@@ -20,40 +20,10 @@ import (
 )
 
 // serveConfig runs `handoff serve` with the config file on addr and the
-// data directory given and waits until it is ready. Unless the test stops
-// or kills it, cleanup stops it with SIGINT and wants exit code 0.
+// data directory given and waits until it is ready.
 func serveConfig(t *testing.T, name, config, addr, dataDir string) *agent {
 	t.Helper()
-	a := &agent{t: t, dataDir: dataDir, addr: addr, base: "http://" + addr, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	a.cmd = exec.Command(handoffBin, "serve", "--config", config, "--listen", addr, "--data-dir", dataDir)
-	a.cmd.Stdout, a.cmd.Stderr = a.stderr, a.stderr
-	if err := a.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		_ = a.cmd.Wait()
-		a.state = a.cmd.ProcessState
-		close(a.exited)
-	}()
-	t.Cleanup(func() {
-		a.mu.Lock()
-		stopped := a.stopped
-		a.mu.Unlock()
-		if !stopped {
-			if code := a.stop(os.Interrupt); code != 0 {
-				t.Errorf("%s exited with code %d after SIGINT, want 0%s", name, code, a.exitReason(code))
-			}
-		}
-		select {
-		case <-a.exited:
-		default:
-			_ = a.cmd.Process.Kill()
-			<-a.exited
-		}
-		if t.Failed() {
-			t.Logf("%s (%s) log:\n%s", name, addr, a.stderr.String())
-		}
-	})
+	a := launch(t, name, config, addr, dataDir)
 	a.waitReady()
 	return a
 }
