@@ -31,44 +31,72 @@ func TestPushSurvivesKill9(t *testing.T) {
 	ag.kill9()
 
 	again := startAgent(t, cfg)
-	var (
-		mu     sync.Mutex
-		got    []string
-		ids    = map[string]int{}
-		arrive = make(chan struct{}, 64)
-	)
-	v := push.NewVerifier(again.base+"/.well-known/jwks.json", hook, push.WithToken("e2e-token-123"))
+	r := startPushReceiver(t, hookAddr, again.base, task.ID)
+	r.wantEvents(t, false, 30*time.Second, func() string { return "agent log:\n" + again.stderr.String() })
+}
+
+// pushReceiver is the webhook of one task: it verifies each delivery with the
+// JWKS of the agent that signs it and the token e2e-token-123, and records the
+// event kind of each.
+type pushReceiver struct {
+	mu     sync.Mutex
+	all    []string       // the kind of every delivery, in arrival order
+	first  []string       // the kind of the first delivery of each delivery ID
+	ids    map[string]int // deliveries per delivery ID
+	arrive chan struct{}
+}
+
+// startPushReceiver serves the webhook on addr, verified against the keys of
+// the agent at base, until the test ends.
+func startPushReceiver(t *testing.T, addr, base string, task a2a.TaskID) *pushReceiver {
+	t.Helper()
+	r := &pushReceiver{ids: map[string]int{}, arrive: make(chan struct{}, 64)}
+	v := push.NewVerifier(base+"/.well-known/jwks.json", "http://"+addr+"/hook", push.WithToken("e2e-token-123"))
 	mux := http.NewServeMux()
-	mux.Handle("/hook", v.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d, _ := push.VerifiedFrom(r.Context())
+	mux.Handle("/hook", v.Middleware(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		d, _ := push.VerifiedFrom(req.Context())
 		var ev map[string]json.RawMessage
 		_ = json.Unmarshal(d.Body, &ev)
-		mu.Lock()
+		r.mu.Lock()
 		for k := range ev {
-			got = append(got, k)
+			r.all = append(r.all, k)
+			if r.ids[d.DeliveryID] == 0 {
+				r.first = append(r.first, k)
+			}
 		}
-		ids[d.DeliveryID]++
-		mu.Unlock()
-		if d.TaskID != string(task.ID) {
-			t.Errorf("delivery for task %s, want %s", d.TaskID, task.ID)
+		r.ids[d.DeliveryID]++
+		r.mu.Unlock()
+		if d.TaskID != string(task) {
+			t.Errorf("delivery for task %s, want %s", d.TaskID, task)
 		}
-		arrive <- struct{}{}
+		r.arrive <- struct{}{}
 	})))
-	ln, err := net.Listen("tcp", hookAddr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Fatalf("the receiver cannot come back on %s: %v", hookAddr, err)
+		t.Fatalf("the receiver cannot come up on %s: %v", addr, err)
 	}
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
+	return r
+}
 
-	want := "task,statusUpdate,artifactUpdate,statusUpdate"
-	deadline := time.After(30 * time.Second)
+// wantEvents waits up to bound for the task's four events and wants them in
+// order, under four delivery IDs. With redelivered, a delivery ID received
+// again counts once, as at-least-once delivery allows; state describes the
+// sender for a failure.
+func (r *pushReceiver) wantEvents(t *testing.T, redelivered bool, bound time.Duration, state func() string) {
+	t.Helper()
+	const want = "task,statusUpdate,artifactUpdate,statusUpdate"
+	deadline := time.After(bound)
 	for {
-		mu.Lock()
-		n := len(got)
-		seen := strings.Join(got, ",")
-		mu.Unlock()
+		r.mu.Lock()
+		got := r.all
+		if redelivered {
+			got = r.first
+		}
+		n, seen := len(got), strings.Join(got, ",")
+		r.mu.Unlock()
 		if n >= 4 {
 			if seen != want {
 				t.Fatalf("received %s, want %s", seen, want)
@@ -76,14 +104,14 @@ func TestPushSurvivesKill9(t *testing.T) {
 			break
 		}
 		select {
-		case <-arrive:
+		case <-r.arrive:
 		case <-deadline:
-			t.Fatalf("after the restart the receiver got %d events (%s), want 4; agent log:\n%s", n, seen, again.stderr.String())
+			t.Fatalf("within %s the receiver got %d events (%s), want 4; %s", bound, n, seen, state())
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(ids) != 4 {
-		t.Fatalf("delivery ids %v, want 4 distinct", ids)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.ids) != 4 {
+		t.Fatalf("delivery ids %v, want 4 distinct", r.ids)
 	}
 }

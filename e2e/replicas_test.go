@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -387,63 +386,12 @@ func TestReplicasPushKill9(t *testing.T) {
 	killed := time.Now()
 
 	survivor := rs[2]
-	var (
-		mu     sync.Mutex
-		got    []string
-		ids    = map[string]int{}
-		arrive = make(chan struct{}, 64)
-	)
 	// Each e2e replica has its own signing key: the survivor signs what it delivers.
-	v := push.NewVerifier(survivor.base+"/.well-known/jwks.json", hook, push.WithToken("e2e-token-123"))
-	mux := http.NewServeMux()
-	mux.Handle("/hook", v.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d, _ := push.VerifiedFrom(r.Context())
-		var ev map[string]json.RawMessage
-		_ = json.Unmarshal(d.Body, &ev)
-		mu.Lock()
-		if ids[d.DeliveryID] == 0 {
-			for k := range ev {
-				got = append(got, k)
-			}
-		}
-		ids[d.DeliveryID]++
-		mu.Unlock()
-		arrive <- struct{}{}
-	})))
-	ln, err := net.Listen("tcp", hookAddr)
-	if err != nil {
-		t.Fatalf("the receiver cannot come up on %s: %v", hookAddr, err)
-	}
-	srv := &http.Server{Handler: mux}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-
-	want := "task,statusUpdate,artifactUpdate,statusUpdate"
-	bound := push.DefaultClaimIdle + 15*time.Second
-	deadline := time.After(bound)
-	for {
-		mu.Lock()
-		n, seen := len(got), strings.Join(got, ",")
-		mu.Unlock()
-		if n >= 4 {
-			if seen != want {
-				t.Fatalf("received %s, want %s", seen, want)
-			}
-			break
-		}
-		select {
-		case <-arrive:
-		case <-deadline:
-			t.Fatalf("%s after the kills the receiver got %d events (%s), want 4; queue: %s; survivor's log:\n%s",
-				bound, n, seen, queueState(t, ns, task.ID), survivor.stderr.String())
-		}
-	}
+	r := startPushReceiver(t, hookAddr, survivor.base, task.ID)
+	r.wantEvents(t, true, push.DefaultClaimIdle+15*time.Second, func() string {
+		return fmt.Sprintf("queue: %s; survivor's log:\n%s", queueState(t, ns, task.ID), survivor.stderr.String())
+	})
 	t.Logf("all events delivered %s after the kills (claim idle %s)", time.Since(killed).Round(10*time.Millisecond), push.DefaultClaimIdle)
-	mu.Lock()
-	defer mu.Unlock()
-	if len(ids) != 4 {
-		t.Fatalf("delivery ids %v, want 4 distinct", ids)
-	}
 }
 
 // queueState describes the shared push queue of a namespace, for a failure.
