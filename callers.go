@@ -134,6 +134,9 @@ func withCaller(ctx context.Context) context.Context {
 }
 
 func (h callerHandler) GetTask(ctx context.Context, r *a2a.GetTaskRequest) (*a2a.Task, error) {
+	if rep, ok := ctx.Value(replayKey{}).(getReplay); ok {
+		return rep.t, rep.err // answered already, through streamJSONRPC
+	}
 	return h.next.GetTask(withCaller(ctx), r)
 }
 

@@ -303,16 +303,23 @@ type replayKey struct{}
 // sendReplay is the error a SendMessage answered.
 type sendReplay struct{ err error }
 
-// streamJSONRPC serves SendMessage and SendStreamingMessage of JSON-RPC 1.0
-// and passes every other request to next, a2a-go's JSON-RPC handler. A
-// SendMessage answer is written with the store's JSON writers instead of
-// encoding/json. a2a-go runs each stream
+// getReplay is what a GetTask answered: an error, or a task the store's
+// writers refused (a2a-go's encoding/json then answers).
+type getReplay struct {
+	t   *a2a.Task
+	err error
+}
+
+// streamJSONRPC serves SendMessage, SendStreamingMessage and GetTask of
+// JSON-RPC 1.0 and passes every other request to next, a2a-go's JSON-RPC
+// handler. A SendMessage or GetTask answer is written with the store's JSON
+// writers instead of encoding/json. a2a-go runs each stream
 // in a goroutine of its own that hands over every event, encoded by
 // encoding/json, through a channel; here the request's goroutine writes each
 // event as the engine yields it, in the JSON the store's writers make. A
 // request it does not take apart the way a2a-go does, and a stream whose
-// first answer is an error (and every SendMessage error), go to next, so
-// their answers are a2a-go's.
+// first answer is an error (and every SendMessage and GetTask error), go to
+// next, so their answers are a2a-go's.
 func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := r.Body.(*bufferedBody)
@@ -327,14 +334,47 @@ func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 			Method  string          `json:"method"`
 			Params  json.RawMessage `json:"params"`
 		}
+		if json.Unmarshal(body.data, &env) != nil || env.JSONRPC != "2.0" || !plainID(env.ID) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		var req a2a.SendMessageRequest
-		if json.Unmarshal(body.data, &env) != nil || env.JSONRPC != "2.0" || (env.Method != "SendStreamingMessage" && env.Method != "SendMessage") ||
-			!plainID(env.ID) || json.Unmarshal(env.Params, &req) != nil {
+		var get a2a.GetTaskRequest
+		switch env.Method {
+		case "SendMessage", "SendStreamingMessage":
+			if json.Unmarshal(env.Params, &req) != nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+		case "GetTask":
+			if json.Unmarshal(env.Params, &get) != nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+		default:
 			next.ServeHTTP(w, r)
 			return
 		}
 		ctx, _ := a2asrv.NewCallContext(r.Context(), a2asrv.NewServiceParams(r.Header))
 		id, _ := json.Marshal(env.ID) // a string or a number
+		if env.Method == "GetTask" {
+			t, err := h.GetTask(ctx, &get)
+			var buf []byte
+			if err == nil {
+				buf = append(append(make([]byte, 0, 2048), `{"jsonrpc":"2.0","id":`...), id...)
+				if buf, err = tasks.AppendTask(append(buf, `,"result":`...), t); err != nil {
+					buf, err = nil, nil // a2a-go's encoding/json answers t, or says why it cannot
+				}
+			}
+			if buf == nil {
+				body.Reset(body.data)
+				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), replayKey{}, getReplay{t, err})))
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(append(buf, "}\n"...)) // a client that left has nothing to be told
+			return
+		}
 		if env.Method == "SendMessage" {
 			res, err := h.SendMessage(ctx, &req)
 			if err != nil {

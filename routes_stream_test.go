@@ -151,3 +151,51 @@ func TestSendJSONRPCWritesWhatA2AGoWrites(t *testing.T) {
 		t.Fatalf("a message without parts: answer %s, want a2a-go's error with code -32602 and its ErrorInfo", got)
 	}
 }
+
+// TestGetTaskJSONRPCWritesWhatA2AGoWrites checks a JSON-RPC 1.0 GetTask
+// answer against a2a-go's encoding of the same task, and that an unknown
+// task is answered by a2a-go.
+func TestGetTaskJSONRPCWritesWhatA2AGoWrites(t *testing.T) {
+	url := startAgent(t, testConfig(t))
+	_, sent := postJSONRPC(t, url, "1.0", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"tck-artifact-data-1","role":"ROLE_USER","parts":[{"text":"<i>"}]}}}`)
+	task, _ := sent["result"].(map[string]any)["task"].(map[string]any)
+	if task == nil {
+		t.Fatalf("SendMessage answered %v", sent)
+	}
+	get := func(id string) string {
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", url+pathJSONRPC,
+			strings.NewReader(`{"jsonrpc":"2.0","id":2.5,"method":"GetTask","params":{"id":"`+id+`"}}`))
+		req.Header.Set("A2A-Version", "1.0")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		if _, err := bufio.NewReader(resp.Body).WriteTo(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	got := get(task["id"].(string))
+	var env struct {
+		Result *a2a.Task `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(got), &env); err != nil || env.Result == nil || len(env.Result.Artifacts) == 0 {
+		t.Fatalf("GetTask answered %s (%v), want the task with its artifact", got, err)
+	}
+	want, err := json.Marshal(struct {
+		JSONRPC string    `json:"jsonrpc"`
+		ID      float64   `json:"id"`
+		Result  *a2a.Task `json:"result"`
+	}{"2.0", 2.5, env.Result})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want)+"\n" {
+		t.Fatalf("GetTask answer\n%s\na2a-go writes\n%s", got, want)
+	}
+	if got := get("no-such-task"); !strings.Contains(got, `"code":-32001`) || !strings.Contains(got, `"reason":"TASK_NOT_FOUND"`) {
+		t.Fatalf("unknown task: answer %s, want a2a-go's error with code -32001 and its ErrorInfo", got)
+	}
+}

@@ -27,6 +27,14 @@ func AppendStreamResponse(b []byte, ev a2a.Event) ([]byte, error) {
 	return appendEvent(b, ev)
 }
 
+// AppendTask appends t as json.Marshal(t) writes it.
+func AppendTask(b []byte, t *a2a.Task) ([]byte, error) {
+	if t == nil {
+		return append(b, "null"...), nil
+	}
+	return appendTask(b, t, nil, nil)
+}
+
 // appendEvent appends ev in its a2a.StreamResponse form.
 func appendEvent(b []byte, ev a2a.Event) ([]byte, error) {
 	var err error
