@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"flag"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -53,5 +57,37 @@ func TestBenchUsage(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "--no-targets") {
 		t.Errorf("bench --help does not list --no-targets:\n%s", stdout.String())
+	}
+}
+
+// TestBenchProfiles checks that --cpuprofile and --memprofile write
+// profiles, and that a profile that cannot be created fails the command.
+func TestBenchProfiles(t *testing.T) {
+	dir := t.TempDir()
+	cpu, mem := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "mem.prof")
+	args := []string{"--duration", "50ms", "--concurrency", "2", "--scenarios", "send", "--no-targets", "--cpuprofile", cpu, "--memprofile", mem}
+	var stderr bytes.Buffer
+	if err := runBench(t.Context(), args, new(bytes.Buffer), &stderr); err != nil {
+		t.Fatalf("bench error = %v\nstderr:\n%s", err, stderr.String())
+	}
+	for _, f := range []string{cpu, mem} {
+		r, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A pprof profile is a gzipped protocol buffer.
+		z, err := gzip.NewReader(r)
+		var n int64
+		if err == nil {
+			n, err = io.Copy(io.Discard, z)
+		}
+		r.Close()
+		if err != nil || n == 0 {
+			t.Errorf("%s: %d bytes after gzip, err %v; want a profile", filepath.Base(f), n, err)
+		}
+	}
+	err := runBench(t.Context(), []string{"--duration", "50ms", "--scenarios", "get", "--cpuprofile", filepath.Join(dir, "no", "such", "dir", "cpu.prof")}, new(bytes.Buffer), new(bytes.Buffer))
+	if err == nil || !strings.Contains(err.Error(), "create the CPU profile") {
+		t.Errorf("bench with an unwritable --cpuprofile: err = %v, want the failed create", err)
 	}
 }
