@@ -64,16 +64,12 @@ func TestRedisCluster(t *testing.T) {
 		es, _, _ := replicasOn(t, url, 2)
 		a, b := es[0], es[1]
 		task := startWaiting(t, a)
-		sub := make(chan []a2a.Event, 1)
-		go func() {
-			evs, _ := collect(t, b.SubscribeToTask(t.Context(), &a2a.SubscribeToTaskRequest{ID: task.ID}))
-			sub <- evs
-		}()
+		sub := subscribed(t, b, task.ID)
 		got, err := b.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: task.ID})
 		if err != nil || got.Status.State != a2a.TaskStateCanceled {
 			t.Fatalf("CancelTask on B of A's task: %v, %v", got, err)
 		}
-		evs := <-sub
+		evs := (<-sub).evs
 		if len(evs) < 2 || !endsCanceled(evs[len(evs)-1]) {
 			t.Fatalf("subscription on B = %s, want it to end canceled", kinds(evs))
 		}

@@ -93,13 +93,7 @@ func TestReplicasStreamAcross(t *testing.T) {
 	a, b := es[0], es[1]
 	task := startWaiting(t, a)
 
-	sub := make(chan []a2a.Event, 1)
-	subErr := make(chan error, 1)
-	go func() {
-		evs, err := collect(t, b.SubscribeToTask(t.Context(), &a2a.SubscribeToTaskRequest{ID: task.ID}))
-		sub <- evs
-		subErr <- err
-	}()
+	sub := subscribed(t, b, task.ID)
 	// Another replica starting now recovers nothing: the task's lease is alive.
 	x := &scriptExec{release: make(chan struct{})}
 	if _, err := tasks.NewEngine(t.Context(), stores[1], x, tasks.WithLeaseTTL(testLease)); err != nil {
@@ -112,10 +106,11 @@ func TestReplicasStreamAcross(t *testing.T) {
 	}
 	close(xs[0].release)
 
-	evs := <-sub
-	if err := <-subErr; err != nil {
-		t.Fatalf("subscribe on B: %v", err)
+	got := <-sub
+	if got.err != nil {
+		t.Fatalf("subscribe on B: %v", got.err)
 	}
+	evs := got.evs
 	stored, err := stores[0].Events(t.Context(), tasks.Owner{Principal: tasks.AnonymousPrincipal}, task.ID, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -183,11 +178,7 @@ func TestReplicasTakeOver(t *testing.T) {
 	es, _, stores := replicas(t, 2)
 	a, b := es[0], es[1]
 	task := startWaiting(t, a)
-	sub := make(chan []a2a.Event, 1)
-	go func() {
-		evs, _ := collect(t, b.SubscribeToTask(t.Context(), &a2a.SubscribeToTaskRequest{ID: task.ID}))
-		sub <- evs
-	}()
+	sub := subscribed(t, b, task.ID)
 	dead := time.Now()
 	stores[0].Close() // A can neither renew nor write
 	got := waitState(t, b, task.ID, a2a.TaskStateFailed)
@@ -198,7 +189,7 @@ func TestReplicasTakeOver(t *testing.T) {
 	if !strings.Contains(textOf(got.Status.Message), "replica running this task stopped") {
 		t.Fatalf("failed status = %q, want the replica's death named", textOf(got.Status.Message))
 	}
-	evs := <-sub
+	evs := (<-sub).evs
 	if k, w := kinds(evs), "task:"+string(a2a.TaskStateWorking)+",status:"+string(a2a.TaskStateFailed); k != w {
 		t.Fatalf("subscriber on B got %s, want %s", k, w)
 	}
@@ -262,11 +253,7 @@ func TestReplicasWrittenElsewhere(t *testing.T) {
 		id = page.Tasks[0].Task.ID
 		return true
 	})
-	sub := make(chan []a2a.Event, 1)
-	go func() {
-		evs, _ := collect(t, a.SubscribeToTask(t.Context(), &a2a.SubscribeToTaskRequest{ID: id}))
-		sub <- evs
-	}()
+	sub := subscribed(t, a, id)
 	// Another writer (a replica's fallback cancel) stores canceled.
 	owner := tasks.Owner{Principal: tasks.AnonymousPrincipal}
 	cur, err := stores[0].Get(t.Context(), owner, id)
@@ -288,11 +275,50 @@ func TestReplicasWrittenElsewhere(t *testing.T) {
 	if got := r.res.(*a2a.Task); got.Status.State != a2a.TaskStateCanceled {
 		t.Fatalf("blocking send answered %s, want the canceled task the other writer stored", got.Status.State)
 	}
-	evs := <-sub
+	evs := (<-sub).evs
 	if len(evs) == 0 || !endsCanceled(evs[len(evs)-1]) {
 		t.Fatalf("subscription got %s, want it to end canceled", kinds(evs))
 	}
 	if got := waitState(t, a, id, a2a.TaskStateCanceled); got.Status.State != a2a.TaskStateCanceled {
 		t.Fatal(got.Status.State)
 	}
+}
+
+// subscription is what a subscriber received: its events, and the error
+// that ended it, if one did.
+type subscription struct {
+	evs []a2a.Event
+	err error
+}
+
+// subscribed subscribes to task id on e and returns once the subscription
+// holds its first event (the task as it is), so that what the test does
+// next happens while the subscription is open; the channel gets what the
+// subscription received when it ends.
+func subscribed(t *testing.T, e *tasks.Engine, id a2a.TaskID) <-chan subscription {
+	t.Helper()
+	open := make(chan struct{})
+	out := make(chan subscription, 1)
+	go func() {
+		var s subscription
+		for ev, err := range e.SubscribeToTask(t.Context(), &a2a.SubscribeToTaskRequest{ID: id}) {
+			if err != nil {
+				s.err = err
+				break
+			}
+			if s.evs = append(s.evs, ev); len(s.evs) == 1 {
+				close(open)
+			}
+		}
+		if len(s.evs) == 0 {
+			close(open)
+		}
+		out <- s
+	}()
+	select {
+	case <-open:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("subscription to task %s never opened", id)
+	}
+	return out
 }
