@@ -1,7 +1,6 @@
 package handoff
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,11 +10,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/handoff-a2a/handoff/acceptance"
 	"github.com/handoff-a2a/handoff/artifacts"
+	"github.com/handoff-a2a/handoff/internal/redistest"
 	"github.com/handoff-a2a/handoff/mcp"
 )
 
@@ -34,18 +33,9 @@ tool_contracts: [{tool: notes__stats, effect: read, risk: low, approval: none}]
 `, bin)
 	peer := startFromYAML(t, "peer.yaml", "name: Peer\ndescription: counts notes\n"+common+
 		"skills: [{id: notes-stats, name: Stats, executor: mcp, tool: notes__stats}]\n")
-	ns := "handoff-test-" + a2a.NewContextID()
+	ns := redistest.Namespace(t, "handoff-test-")
 	// The replicas share an artifacts_dir.
 	shared := t.TempDir()
-	t.Cleanup(func() { // leave the shared Redis as it was
-		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-		defer rdb.Close()
-		ctx := context.Background()
-		keys, _ := rdb.Keys(ctx, "handoff:{"+ns+"}:*").Result()
-		if len(keys) > 0 {
-			rdb.Del(ctx, keys...)
-		}
-	})
 	front := "name: Front\ndescription: delegates\n" + common + fmt.Sprintf(`store: {kind: redis, url: "redis://127.0.0.1:6379/0", namespace: %q, secret_key_files: [%q], artifacts_dir: %q}
 peers: [{name: peer, url: %q, trust: {jku_prefixes: [%q]}}]
 skills:

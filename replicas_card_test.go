@@ -2,7 +2,6 @@ package handoff
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,11 +9,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/go-jose/go-jose/v4"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/handoff-a2a/handoff/agentcard"
+	"github.com/handoff-a2a/handoff/internal/redistest"
 )
 
 // TestReplicasServeOneSignedCard: replicas of one agent on one Redis
@@ -22,15 +20,7 @@ import (
 // byte-identical signed cards and JWKS, so a peer verifies whichever replica
 // the load balancer picks; a replica left to make its own key does not.
 func TestReplicasServeOneSignedCard(t *testing.T) {
-	ns := "handoff-test-" + a2a.NewContextID()
-	t.Cleanup(func() { // leave the shared Redis as it was
-		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-		defer rdb.Close()
-		ctx := context.Background()
-		if keys, _ := rdb.Keys(ctx, "handoff:{"+ns+"}:*").Result(); len(keys) > 0 {
-			rdb.Del(ctx, keys...)
-		}
-	})
+	ns := redistest.Namespace(t, "handoff-test-")
 	jwk, err := agentcard.GenerateKey(jose.EdDSA, "shared-1")
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package handoff
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -9,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/redis/go-redis/v9"
+	"github.com/handoff-a2a/handoff/internal/redistest"
 )
 
 // TestAgentOnRedis runs one agent on the machine's Redis (a namespace of
@@ -22,17 +20,8 @@ func TestAgentOnRedis(t *testing.T) {
 	}
 	conn.Close()
 	c := testConfig(t)
-	c.Store = StoreConfig{Kind: "redis", URL: "redis://127.0.0.1:6379/0", Namespace: "handoff-test-" + a2a.NewContextID(),
+	c.Store = StoreConfig{Kind: "redis", URL: "redis://127.0.0.1:6379/0", Namespace: redistest.Namespace(t, "handoff-test-"),
 		SecretKeyFiles: []string{secretFile(t)}}
-	t.Cleanup(func() { // leave the shared Redis as it was
-		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-		defer rdb.Close()
-		ctx := context.Background()
-		keys, _ := rdb.Keys(ctx, "handoff:{"+c.Store.Namespace+"}:*").Result()
-		if len(keys) > 0 {
-			rdb.Del(ctx, keys...)
-		}
-	})
 	url := startAgent(t, c)
 	status, out := call(t, url, "", "", "SendMessage", `{"message":{"messageId":"tck-complete-task-r","role":"ROLE_USER","parts":[{"text":"hi"}]}}`)
 	if status != http.StatusOK || out["result"] == nil {

@@ -2,7 +2,6 @@ package acceptance_test
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -11,14 +10,10 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/handoff-a2a/handoff/acceptance"
+	"github.com/handoff-a2a/handoff/internal/redistest"
 )
-
-// redisURL is the Redis the tests share; each test uses its own namespace and deletes its
-// keys at the end.
-const redisURL = "redis://127.0.0.1:6379/0"
 
 // ledgerStore is what the agent needs of a ledger: the interface, the delegations index and
 // Close.
@@ -53,9 +48,9 @@ func ledgerBackends() []ledgerBackend {
 			}
 		}},
 		{name: "redis", shared: true, place: func(t *testing.T) func(t *testing.T) ledgerStore {
-			ns := redisNamespace(t)
+			ns := redistest.Namespace(t, "ledgertest-")
 			return func(t *testing.T) ledgerStore {
-				rdb := newClient(t)
+				rdb := redistest.Client(t)
 				l, err := acceptance.NewRedisLedger(rdb, ns)
 				if err != nil {
 					t.Fatal(err)
@@ -63,44 +58,6 @@ func ledgerBackends() []ledgerBackend {
 				return l
 			}
 		}},
-	}
-}
-
-func newClient(t *testing.T) *redis.Client {
-	t.Helper()
-	opt, err := redis.ParseURL(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
-
-// redisNamespace returns a namespace of its own for t, whose keys are deleted after it.
-func redisNamespace(t *testing.T) string {
-	ns := "ledgertest-" + rand.Text()
-	t.Cleanup(func() { deleteNamespace(t, ns) })
-	return ns
-}
-
-// deleteNamespace removes every key of ns.
-func deleteNamespace(t *testing.T, ns string) {
-	opt, err := redis.ParseURL(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
-	ctx := context.Background() // t.Context is done by the time cleanups run
-	keys, err := rdb.Keys(ctx, "handoff:{"+ns+"}:*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(keys) > 0 {
-		if err := rdb.Del(ctx, keys...).Err(); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 
@@ -260,7 +217,7 @@ func testDelegations(t *testing.T, open func(*testing.T) ledgerStore) {
 // TestRedisLedgerRefuses: a bad namespace or no client is refused before anything is
 // written, and a damaged entry is an error, not a zero entry.
 func TestRedisLedgerRefuses(t *testing.T) {
-	rdb := newClient(t)
+	rdb := redistest.Client(t)
 	for _, ns := range []string{"", "a{b", "a}b"} {
 		if _, err := acceptance.NewRedisLedger(rdb, ns); err == nil {
 			t.Errorf("namespace %q accepted", ns)
@@ -269,7 +226,7 @@ func TestRedisLedgerRefuses(t *testing.T) {
 	if _, err := acceptance.NewRedisLedger(nil, "x"); err == nil {
 		t.Error("a nil client accepted")
 	}
-	ns := redisNamespace(t)
+	ns := redistest.Namespace(t, "ledgertest-")
 	l, err := acceptance.NewRedisLedger(rdb, ns)
 	if err != nil {
 		t.Fatal(err)

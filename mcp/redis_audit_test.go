@@ -2,7 +2,6 @@ package mcp_test
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -13,12 +12,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/handoff-a2a/handoff/internal/redistest"
 	"github.com/handoff-a2a/handoff/mcp"
 )
-
-// redisURL is the Redis the tests share; each test uses its own namespace and deletes its
-// keys at the end.
-const redisURL = "redis://127.0.0.1:6379/0"
 
 // auditStore is what the agent needs of an audit log.
 type auditStore interface {
@@ -50,9 +46,9 @@ func auditBackends() []auditBackend {
 			}
 		}},
 		{name: "redis", shared: true, place: func(t *testing.T) func(t *testing.T) auditStore {
-			ns := redisNamespace(t)
+			ns := redistest.Namespace(t, "audittest-")
 			return func(t *testing.T) auditStore {
-				a, err := mcp.NewRedisAudit(redisClient(t), ns)
+				a, err := mcp.NewRedisAudit(redistest.Client(t), ns)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -60,35 +56,6 @@ func auditBackends() []auditBackend {
 			}
 		}},
 	}
-}
-
-func redisClient(t *testing.T) *redis.Client {
-	t.Helper()
-	opt, err := redis.ParseURL(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
-
-// redisNamespace returns a namespace of its own for t, whose keys are deleted after it.
-func redisNamespace(t *testing.T) string {
-	ns := "audittest-" + rand.Text()
-	t.Cleanup(func() {
-		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-		defer rdb.Close()
-		ctx := context.Background() // t.Context is done by the time cleanups run
-		keys, err := rdb.Keys(ctx, "handoff:{"+ns+"}:*").Result()
-		if err == nil && len(keys) > 0 {
-			err = rdb.Del(ctx, keys...).Err()
-		}
-		if err != nil {
-			t.Error(err)
-		}
-	})
-	return ns
 }
 
 // TestAuditSuite runs one suite on both audit logs: IDs, order, filters, reopening, and
@@ -233,7 +200,7 @@ func lessID(a, b string) bool { return len(a) < len(b) || (len(a) == len(b) && a
 // TestRedisAuditRefuses: a bad namespace or no client is refused, and a damaged record is
 // refused by List, as the embedded log refuses one.
 func TestRedisAuditRefuses(t *testing.T) {
-	rdb := redisClient(t)
+	rdb := redistest.Client(t)
 	for _, ns := range []string{"", "a{b", "a}b"} {
 		if _, err := mcp.NewRedisAudit(rdb, ns); err == nil {
 			t.Errorf("namespace %q accepted", ns)
@@ -247,7 +214,7 @@ func TestRedisAuditRefuses(t *testing.T) {
 		{"0-1", `{"outcome":"exploded"}`},
 		{"5-1", `{"outcome":"success"}`},
 	} {
-		ns := redisNamespace(t)
+		ns := redistest.Namespace(t, "audittest-")
 		a, err := mcp.NewRedisAudit(rdb, ns)
 		if err != nil {
 			t.Fatal(err)
@@ -265,8 +232,8 @@ func TestRedisAuditRefuses(t *testing.T) {
 // records in Redis, while the call runs and is audited.
 func TestRedisAuditRedaction(t *testing.T) {
 	m := exampleManager(t)
-	ns := redisNamespace(t)
-	rdb := redisClient(t)
+	ns := redistest.Namespace(t, "audittest-")
+	rdb := redistest.Client(t)
 	audit, err := mcp.NewRedisAudit(rdb, ns)
 	if err != nil {
 		t.Fatal(err)
