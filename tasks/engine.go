@@ -493,8 +493,15 @@ func (e *Engine) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (
 		return e.sendRepeat(ctx, repeat, ownerFrom(ctx, req.Tenant), req)
 	}
 	defer e.release(r.h.taskID(), r.h)
+	return r.answer(ctx, req.Config)
+}
+
+// answer is what a blocking send of run r answers: its result once it
+// ended or needs input, or as soon as the task exists when cfg asks to
+// return immediately; a task as cfg's historyLength shows it.
+func (r *run) answer(ctx context.Context, cfg *a2a.SendMessageConfig) (a2a.SendMessageResult, error) {
 	wait := r.done
-	if req.Config != nil && req.Config.ReturnImmediately {
+	if cfg != nil && cfg.ReturnImmediately {
 		wait = r.started
 	}
 	select {
@@ -506,8 +513,8 @@ func (e *Engine) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (
 	if err != nil {
 		return nil, err
 	}
-	if t, ok := res.(*a2a.Task); ok && req.Config != nil {
-		return view(t, req.Config.HistoryLength, true), nil
+	if t, ok := res.(*a2a.Task); ok && cfg != nil {
+		return view(t, cfg.HistoryLength, true), nil
 	}
 	return res, nil
 }

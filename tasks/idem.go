@@ -79,24 +79,7 @@ func (e *Engine) sendRepeat(ctx context.Context, h *hub, owner Owner, req *a2a.S
 		return nil, err
 	}
 	if r != nil {
-		wait := r.done
-		if req.Config != nil && req.Config.ReturnImmediately {
-			wait = r.started
-		}
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		res, err := r.result()
-		if err != nil {
-			return nil, err
-		}
-		t, ok := res.(*a2a.Task)
-		if !ok {
-			return res, nil
-		}
-		snap = &Snapshot{Task: t}
+		return r.answer(ctx, req.Config)
 	}
 	var hl *int
 	if req.Config != nil {
