@@ -135,14 +135,9 @@ func (a *BoltAudit) Append(ctx context.Context, rec *AuditRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if rec.Time.IsZero() {
-		rec.Time = time.Now().UTC()
-	}
-	stored := *rec
-	stored.ID = "" // the key holds it; see decodeAuditRecord
-	raw, err := json.Marshal(stored)
+	raw, err := encodeAuditRecord(rec)
 	if err != nil {
-		return fmt.Errorf("encode audit record: %w", err)
+		return err
 	}
 	w := &auditAppend{raw: raw, res: make(chan error, 1)}
 	a.mu.RLock()
@@ -229,6 +224,22 @@ func (a *BoltAudit) List(ctx context.Context, f AuditFilter) ([]AuditRecord, err
 		return nil, fmt.Errorf("list audit log: %w", err)
 	}
 	return out, nil
+}
+
+// encodeAuditRecord stamps rec with the time if it has none and encodes it
+// for either audit log, without its ID: the key (bbolt) or the entry ID
+// (Redis) holds that; see decodeAuditRecord.
+func encodeAuditRecord(rec *AuditRecord) ([]byte, error) {
+	if rec.Time.IsZero() {
+		rec.Time = time.Now().UTC()
+	}
+	stored := *rec
+	stored.ID = ""
+	raw, err := json.Marshal(stored)
+	if err != nil {
+		return nil, fmt.Errorf("encode audit record: %w", err)
+	}
+	return raw, nil
 }
 
 // decodeAuditRecord reads one stored record. The key, a big-endian sequence number, is the

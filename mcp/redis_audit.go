@@ -3,12 +3,10 @@ package mcp
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -68,14 +66,9 @@ func (a *RedisAudit) Append(ctx context.Context, rec *AuditRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if rec.Time.IsZero() {
-		rec.Time = time.Now().UTC()
-	}
-	stored := *rec
-	stored.ID = "" // the entry ID holds it; see decodeAuditRecord
-	raw, err := json.Marshal(stored)
+	raw, err := encodeAuditRecord(rec)
 	if err != nil {
-		return fmt.Errorf("encode audit record: %w", err)
+		return err
 	}
 	seq, err := appendAuditScript.Run(ctx, a.rdb, []string{a.seqKey(), a.streamKey()}, raw).Int64()
 	if err != nil {
