@@ -28,7 +28,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	scenarios := fs.String("scenarios", "send,stream,get,grpc", "comma-separated `names` of the scenarios to run")
 	asJSON := fs.Bool("json", false, "print one JSON document instead of the tables")
 	noTargets := fs.Bool("no-targets", false, "exit 0 even when Handoff misses a goal")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (load generator and targets share the process) to `file`")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file`; samples carry the label target=handoff, sdk, limit or generator (go tool pprof -tagfocus target=handoff)")
 	memProfile := fs.String("memprofile", "", "write an allocation profile of the whole run to `file`")
 	rest, err := parseInterleaved(fs, args)
 	if err != nil {

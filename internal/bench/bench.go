@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -128,12 +129,19 @@ func Run(ctx context.Context, opts Options) (_ *Report, err error) {
 	}()
 
 	log := slog.New(slog.NewTextHandler(opts.Progress, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	handoffT, source, err := g.startHandoff(ctx, dir, log)
+	var (
+		handoffT, sdk, limit *target
+		source               string
+	)
+	// Each target starts under a profiler label of its name, which every
+	// goroutine it starts inherits: a CPU profile of the run splits by
+	// target (pprof -tagfocus target=handoff).
+	labelled(ctx, TargetHandoff, func(ctx context.Context) { handoffT, source, err = g.startHandoff(ctx, dir, log) })
 	if err != nil {
 		return nil, fmt.Errorf("start Handoff: %w", err)
 	}
 	stops = append(stops, handoffT.stop)
-	sdk, err := g.startSDK()
+	labelled(ctx, TargetSDK, func(context.Context) { sdk, err = g.startSDK() })
 	if err != nil {
 		return nil, fmt.Errorf("start the SDK: %w", err)
 	}
@@ -145,7 +153,7 @@ func Run(ctx context.Context, opts Options) (_ *Report, err error) {
 	if err := g.createTask(ctx, sdk); err != nil {
 		return nil, err
 	}
-	limit, err := g.startLimit(rec)
+	labelled(ctx, TargetLimit, func(context.Context) { limit, err = g.startLimit(rec) })
 	if err != nil {
 		return nil, fmt.Errorf("start the limit: %w", err)
 	}
@@ -183,6 +191,11 @@ func Run(ctx context.Context, opts Options) (_ *Report, err error) {
 	return r, nil
 }
 
+// labelled runs f with the profiler label target=name.
+func labelled(ctx context.Context, name string, f func(context.Context)) {
+	pprof.Do(ctx, pprof.Labels("target", name), f)
+}
+
 // measure warms t up with sc at concurrency c, then measures one cell.
 // reset is false when the process's peak RSS could not be reset first.
 func (g *generator) measure(ctx context.Context, sc Scenario, t *target, c int, opts Options) (_ Result, reset bool) {
@@ -193,7 +206,8 @@ func (g *generator) measure(ctx context.Context, sc Scenario, t *target, c int, 
 	runtime.GC()
 	debug.FreeOSMemory()
 	reset = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
-	l := drive(ctx, c, opts.Duration, newCaller)
+	var l load
+	labelled(ctx, "generator", func(ctx context.Context) { l = drive(ctx, c, opts.Duration, newCaller) })
 	res := Result{
 		Scenario:          sc,
 		Target:            t.name,
