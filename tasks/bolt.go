@@ -8,9 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
+	"os"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -32,34 +36,74 @@ var (
 	bucketPush       = []byte("push")       // task id, 0, config id → pushRecord (JSON)
 )
 
-// maxBatch bounds how many writes share one transaction and one fsync.
-const maxBatch = 256
+// maxBatch bounds how many writes share one log write and one fsync, and
+// maxApply how many the applier puts in one bbolt transaction.
+const (
+	maxBatch = 256
+	maxApply = 1024
+)
 
-// BoltStore is a [Store] in one bbolt file. Writers queue their changes and a
-// single committer applies everything queued in one transaction, so
-// concurrent writers share an fsync without waiting for a timer (bbolt's own
-// Batch waits up to MaxBatchDelay even when alone, which a lone blocking
-// SendMessage would pay on every event).
+// maxBacklog bounds the accepted appends bbolt has not applied yet: the
+// committer waits beyond it, so a slow disk slows writers instead of growing
+// memory.
+const maxBacklog = 8192
+
+// BoltStore is a [Store] in one bbolt file, with a write-ahead log in front
+// of it (see wal.go). Writers queue their changes; a single committer takes
+// everything queued, checks each append against the task's latest version,
+// writes the accepted ones to the log with one fsync (group commit, without
+// waiting for a timer: bbolt's own Batch waits up to MaxBatchDelay even when
+// alone) and answers them. An applier then applies them to bbolt in order, in
+// large transactions, with the few writes that are not appends (push
+// configs), which it answers once bbolt has committed them.
 type BoltStore struct {
 	db     *bolt.DB
 	mu     sync.RWMutex // guards closed and sends on writes
 	closed bool
 	writes chan *boltWrite
-	done   chan struct{}
+	done   chan struct{} // closed when the applier has stopped
 	codec  *recordCodec
 	reads  *decodedCache
 	sealer *Sealer // nil: push secrets stored as given
+	log    *wal    // the committer's
+
+	// accepted is the sequence number of the last record in the log,
+	// applied that of the last one in bbolt: a read waits until applied
+	// has reached the accepted it saw when it started.
+	accepted atomic.Uint64
+	applied  atomic.Uint64
+
+	amu     sync.Mutex
+	changed *sync.Cond // on amu: queue grew, applied moved, or broken set
+	queue   []*boltWrite
+	backlog int                    // appends in queue
+	heads   map[a2a.TaskID]walHead // the latest version of tasks with appends in queue
+	others  int                    // writes in queue that are not appends
+	readers int                    // reads waiting for the applier
+	timer   *time.Timer            // armed while appends wait in queue
+	late    bool                   // timer fired
+	ending  bool                   // the committer has stopped: the applier drains the queue and stops
+	broken  error                  // the log or bbolt failed: every later call fails with it
 }
 
 var _ Store = (*BoltStore)(nil)
 
+// walHead is a task's latest accepted version, which bbolt may not have yet.
+type walHead struct {
+	version uint64
+	owner   []byte
+}
+
+// boltWrite is an append (app) or another write (fn), queued for the committer.
 type boltWrite struct {
+	app *walAppend
 	fn  func(*bolt.Tx) error
 	res chan error
 }
 
-// OpenBolt opens (or creates) the store file at path. A file another process
-// holds open is refused after timeout. [WithSealer] seals push secrets.
+// OpenBolt opens (or creates) the store file at path, and applies what its
+// log holds that the file does not. A file another process holds open is
+// refused after timeout. [WithSealer] seals push secrets.
 func OpenBolt(path string, timeout time.Duration, opts ...BoltOption) (*BoltStore, error) {
 	var cfg boltConfig
 	for _, o := range opts {
@@ -86,9 +130,58 @@ func OpenBolt(path string, timeout time.Duration, opts ...BoltOption) (*BoltStor
 		db.Close()
 		return nil, fmt.Errorf("init task store %s: %w", path, err)
 	}
-	s := &BoltStore{db: db, writes: make(chan *boltWrite, maxBatch), done: make(chan struct{}), codec: newRecordCodec(), reads: newDecodedCache(), sealer: cfg.sealer}
+	next, err := replayWAL(db, path)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open task store %s: %w", path, err)
+	}
+	s := &BoltStore{db: db, writes: make(chan *boltWrite, maxBatch), done: make(chan struct{}),
+		codec: newRecordCodec(), reads: newDecodedCache(), sealer: cfg.sealer,
+		log: &wal{base: path, next: next}, heads: map[a2a.TaskID]walHead{}}
+	s.changed = sync.NewCond(&s.amu)
+	s.accepted.Store(next - 1)
+	s.applied.Store(next - 1)
 	go s.commitLoop()
+	go s.applyLoop()
 	return s, nil
+}
+
+// replayWAL applies to db the log's records it does not have, syncs, and
+// deletes the log. It returns the sequence number the next record gets.
+func replayWAL(db *bolt.DB, path string) (uint64, error) {
+	recs, paths, next, err := readWAL(path)
+	if err != nil {
+		return 0, err
+	}
+	for chunk := range slices.Chunk(recs, maxApply) {
+		err := db.Update(func(tx *bolt.Tx) error {
+			heads := tx.Bucket(bucketHeads)
+			for _, a := range chunk {
+				if hb := heads.Get([]byte(a.id)); hb != nil {
+					h, err := decodeHead(hb)
+					if err != nil {
+						return err
+					}
+					if h.version >= a.version {
+						continue // applied before the log was deleted
+					}
+				}
+				if err := applyAppend(tx, a); err != nil {
+					return fmt.Errorf("replay log record %d (task %s): %w", a.seq, a.id, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil {
+			return 0, fmt.Errorf("delete replayed log: %w", err)
+		}
+	}
+	return next, nil
 }
 
 // Ping reports whether the store is open; readiness checks use it.
@@ -98,10 +191,13 @@ func (s *BoltStore) Ping(context.Context) error {
 	if s.closed {
 		return ErrClosed
 	}
-	return nil
+	s.amu.Lock()
+	defer s.amu.Unlock()
+	return s.broken
 }
 
-// Close waits for queued writes to commit and closes the file.
+// Close waits for queued writes to commit and be applied, deletes the log and
+// closes the file.
 func (s *BoltStore) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -112,11 +208,17 @@ func (s *BoltStore) Close() error {
 	close(s.writes)
 	s.mu.Unlock()
 	<-s.done
-	return s.db.Close()
+	s.amu.Lock()
+	broken := s.broken
+	s.amu.Unlock()
+	// A broken store keeps its log: it may hold what bbolt lacks, for the
+	// next open to apply.
+	err := s.log.close(broken == nil)
+	return errors.Join(err, s.db.Close())
 }
 
-func (s *BoltStore) update(ctx context.Context, fn func(*bolt.Tx) error) error {
-	w := &boltWrite{fn: fn, res: make(chan error, 1)}
+func (s *BoltStore) update(ctx context.Context, w *boltWrite) error {
+	w.res = make(chan error, 1)
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -138,9 +240,16 @@ func (s *BoltStore) update(ctx context.Context, fn func(*bolt.Tx) error) error {
 // can be committed without it.
 var errRetryBatch = errors.New("retry batch")
 
+// commitLoop is the committer: it takes everything queued and commits it.
 func (s *BoltStore) commitLoop() {
-	defer close(s.done)
+	defer func() {
+		s.amu.Lock()
+		s.ending = true
+		s.changed.Broadcast()
+		s.amu.Unlock()
+	}()
 	batch := make([]*boltWrite, 0, maxBatch)
+	recs := make([]*walAppend, 0, maxBatch)
 	for w := range s.writes {
 		batch = append(batch[:0], w)
 	fill:
@@ -155,16 +264,187 @@ func (s *BoltStore) commitLoop() {
 				break fill
 			}
 		}
-		s.commit(batch)
+		recs = s.commit(batch, recs[:0])
 	}
 }
 
-func (s *BoltStore) commit(batch []*boltWrite) {
-	failed := make(map[int]error)
+// commit checks the appends of batch, logs the accepted ones and answers
+// them, and queues them for the applier with the other writes, in order.
+func (s *BoltStore) commit(batch []*boltWrite, recs []*walAppend) []*walAppend {
+	s.amu.Lock()
+	for s.backlog > maxBacklog && s.broken == nil {
+		s.changed.Wait()
+	}
+	broken := s.broken
+	s.amu.Unlock()
+	if broken != nil {
+		for _, w := range batch {
+			w.res <- broken
+		}
+		return recs
+	}
+	// The versions this batch moves tasks to, for the next append to the
+	// same task in it; they join s.heads once logged.
+	moved := map[a2a.TaskID]walHead{}
+	queued := batch[:0]
+	for _, w := range batch {
+		if w.app == nil {
+			queued = append(queued, w)
+			continue
+		}
+		if err := s.check(w.app, moved); err != nil {
+			w.res <- err
+			continue
+		}
+		moved[w.app.id] = walHead{version: w.app.version, owner: w.app.owner}
+		recs = append(recs, w.app)
+		queued = append(queued, w)
+	}
+	if err := s.log.append(recs); err != nil {
+		// What the log holds now is unknown (a failed fsync may have kept
+		// some of it or none): nothing more is accepted until the store is
+		// opened again, which applies whatever the log kept.
+		err = fmt.Errorf("task store log: %w", err)
+		s.amu.Lock()
+		s.broken = err
+		s.changed.Broadcast()
+		s.amu.Unlock()
+		for _, w := range queued {
+			w.res <- err
+		}
+		return recs
+	}
+	s.amu.Lock()
+	for id, h := range moved {
+		s.heads[id] = h
+	}
+	s.queue = append(s.queue, queued...)
+	s.backlog += len(recs)
+	s.others += len(queued) - len(recs)
+	s.armLocked()
+	s.changed.Broadcast()
+	s.amu.Unlock()
+	if len(recs) > 0 {
+		s.accepted.Store(recs[len(recs)-1].seq)
+	}
+	for _, w := range queued {
+		if w.app != nil {
+			w.res <- nil
+		}
+	}
+	return recs
+}
+
+// check refuses an append that does not follow the task's latest version,
+// or that another owner's task of the same id would take.
+func (s *BoltStore) check(a *walAppend, moved map[a2a.TaskID]walHead) error {
+	h, ok := moved[a.id]
+	if !ok {
+		s.amu.Lock()
+		h, ok = s.heads[a.id]
+		s.amu.Unlock()
+	}
+	if !ok {
+		// Not in the applier's queue, so bbolt has its latest version: a
+		// head leaves s.heads only once applied.
+		err := s.db.View(func(tx *bolt.Tx) error {
+			hb := tx.Bucket(bucketHeads).Get([]byte(a.id))
+			if hb == nil {
+				return nil
+			}
+			dh, err := decodeHead(hb)
+			h, ok = walHead{version: dh.version, owner: dh.owner}, true
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if ok && !bytes.Equal(h.owner, a.owner) {
+		return ErrNotFound
+	}
+	if a.version != h.version+a.events {
+		return ErrConflict
+	}
+	return nil
+}
+
+// applyLoop is the applier: it applies the queue to bbolt, in order.
+func (s *BoltStore) applyLoop() {
+	defer close(s.done)
+	var batch []*boltWrite
 	for {
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		s.amu.Lock()
+		for !s.due() {
+			s.changed.Wait()
+		}
+		if len(s.queue) == 0 {
+			s.amu.Unlock()
+			return
+		}
+		n := min(len(s.queue), maxApply)
+		batch = append(batch[:0], s.queue[:n]...)
+		s.queue = s.queue[n:]
+		if len(s.queue) == 0 {
+			s.queue = nil // let the backing array go
+		}
+		if s.timer != nil {
+			s.timer.Stop() // one that fired already only makes the next apply early
+			s.timer = nil
+		}
+		s.late = false
+		s.armLocked()
+		s.amu.Unlock()
+		s.apply(batch)
+		clear(batch)
+	}
+}
+
+// applyEvery is how often the applier applies appends when nothing asks for
+// them sooner: bbolt's commits (two fsyncs each) then rarely compete for the
+// disk with the log's, and each carries many appends.
+const applyEvery = 20 * time.Millisecond
+
+// due reports, under amu, whether the applier should apply now: a write that
+// is not an append waits in the queue, a read waits for an append, the
+// backlog is large, the store is closing, or applyEvery has passed since the
+// oldest queued append (its timer broadcasts changed then).
+func (s *BoltStore) due() bool {
+	if len(s.queue) == 0 {
+		return s.ending
+	}
+	return s.ending || s.readers > 0 || s.others > 0 || s.backlog >= maxApply || s.late
+}
+
+// armLocked starts the applier's timer, under amu, when something is queued.
+func (s *BoltStore) armLocked() {
+	if s.timer == nil && len(s.queue) > 0 {
+		s.timer = time.AfterFunc(applyEvery, func() {
+			s.amu.Lock()
+			s.late = true
+			s.changed.Broadcast()
+			s.amu.Unlock()
+		})
+	}
+}
+
+// apply commits batch to bbolt in one transaction. A write that is not an
+// append and fails is answered with its error and the others committed
+// without it; an append cannot fail here (the committer checked it), so one
+// that does, or a failed commit, breaks the store.
+func (s *BoltStore) apply(batch []*boltWrite) {
+	failed := make(map[int]error)
+	var err error
+	for {
+		err = s.db.Update(func(tx *bolt.Tx) error {
 			for i, w := range batch {
 				if failed[i] != nil {
+					continue
+				}
+				if w.app != nil {
+					if err := applyAppend(tx, w.app); err != nil {
+						return fmt.Errorf("apply log record %d (task %s): %w", w.app.seq, w.app.id, err)
+					}
 					continue
 				}
 				if err := w.fn(tx); err != nil {
@@ -174,17 +454,48 @@ func (s *BoltStore) commit(batch []*boltWrite) {
 			}
 			return nil
 		})
-		if errors.Is(err, errRetryBatch) {
+		if !errors.Is(err, errRetryBatch) {
+			break
+		}
+	}
+	var last uint64
+	appends := 0
+	for i, w := range batch {
+		if w.app != nil {
+			last = w.app.seq
+			appends++
 			continue
 		}
-		for i, w := range batch {
-			if f := failed[i]; f != nil {
-				w.res <- f
-			} else {
-				w.res <- err
+		if f := failed[i]; f != nil {
+			w.res <- f
+		} else {
+			w.res <- err
+		}
+	}
+	s.amu.Lock()
+	s.others -= len(batch) - appends
+	if err != nil && appends > 0 && s.broken == nil {
+		s.broken = fmt.Errorf("task store: %w", err)
+	}
+	if err == nil {
+		for _, w := range batch {
+			if a := w.app; a != nil {
+				if h, ok := s.heads[a.id]; ok && h.version == a.version {
+					delete(s.heads, a.id)
+				}
 			}
 		}
-		return
+		s.backlog -= appends
+		if last > 0 {
+			s.applied.Store(last)
+		}
+	}
+	s.changed.Broadcast()
+	s.amu.Unlock()
+	if err == nil && last > 0 {
+		if err := s.log.release(last); err != nil {
+			slog.Default().Warn("delete applied task store log", slog.Any("error", err))
+		}
 	}
 }
 
@@ -253,58 +564,66 @@ func (s *BoltStore) Append(ctx context.Context, next *Snapshot, events []a2a.Eve
 		return fmt.Errorf("append: snapshot without a task id")
 	}
 	id := next.Task.ID
-	encoded, known, err := encodeEvents(events)
-	if err != nil {
-		return fmt.Errorf("append to task %s: encode event: %w", id, err)
+	a := &walAppend{id: id, version: next.Version, events: uint64(len(events)), updated: next.Updated.UnixNano(),
+		unfinished: isUnfinished(next.Task.Status.State), owner: ownerKey(next.Owner),
+		index: append(append([]byte(next.Task.Status.State), 0), next.Task.ContextID...)}
+	var known []encodedPart[a2a.Artifact]
+	var err error
+	if len(events) > 0 {
+		if a.encoded, known, err = encodeEvents(events); err != nil {
+			return fmt.Errorf("append to task %s: encode event: %w", id, err)
+		}
 	}
-	rec, err := s.codec.encode(next, known)
-	if err != nil {
+	if a.rec, err = s.codec.encode(next, known); err != nil {
 		return fmt.Errorf("append to task %s: encode snapshot: %w", id, err)
 	}
-	ok := ownerKey(next.Owner)
-	idxVal := append(append([]byte(next.Task.Status.State), 0), next.Task.ContextID...)
-	err = s.update(ctx, func(tx *bolt.Tx) error {
-		heads := tx.Bucket(bucketHeads)
-		var prev uint64
-		if hb := heads.Get([]byte(id)); hb != nil {
-			h, err := decodeHead(hb)
-			if err != nil {
-				return err
-			}
-			if !bytes.Equal(h.owner, ok) {
-				return ErrNotFound
-			}
-			prev = h.version
-			if err := tx.Bucket(bucketByOwner).Delete(append(bytes.Clone(ok), indexSuffix(h.updated, id)...)); err != nil {
-				return err
-			}
-		}
-		if next.Version != prev+uint64(len(events)) {
-			return ErrConflict
-		}
-		if len(events) > 0 {
-			if err := tx.Bucket(bucketEvents).Put(eventKey(id, prev+1), encoded); err != nil {
-				return err
-			}
-		}
-		if err := tx.Bucket(bucketTasks).Put([]byte(id), rec); err != nil {
-			return err
-		}
-		if err := heads.Put([]byte(id), encodeHead(next.Version, next.Updated, ok)); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketByOwner).Put(append(bytes.Clone(ok), indexSuffix(next.Updated, id)...), idxVal); err != nil {
-			return err
-		}
-		if isUnfinished(next.Task.Status.State) {
-			return tx.Bucket(bucketUnfinished).Put([]byte(id), nil)
-		}
-		return tx.Bucket(bucketUnfinished).Delete([]byte(id))
-	})
-	if err != nil {
+	if err := s.update(ctx, &boltWrite{app: a}); err != nil {
 		return fmt.Errorf("append to task %s: %w", id, err)
 	}
 	return nil
+}
+
+// applyAppend writes a to bbolt: the task's record, head, index entries and
+// events. It refuses an append that does not follow the stored version.
+func applyAppend(tx *bolt.Tx, a *walAppend) error {
+	id := []byte(a.id)
+	heads := tx.Bucket(bucketHeads)
+	var prev uint64
+	if hb := heads.Get(id); hb != nil {
+		h, err := decodeHead(hb)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(h.owner, a.owner) {
+			return ErrNotFound
+		}
+		prev = h.version
+		if err := tx.Bucket(bucketByOwner).Delete(append(bytes.Clone(a.owner), indexSuffix(h.updated, a.id)...)); err != nil {
+			return err
+		}
+	}
+	if a.version != prev+a.events {
+		return ErrConflict
+	}
+	if a.events > 0 {
+		if err := tx.Bucket(bucketEvents).Put(eventKey(a.id, prev+1), a.encoded); err != nil {
+			return err
+		}
+	}
+	if err := tx.Bucket(bucketTasks).Put(id, a.rec); err != nil {
+		return err
+	}
+	updated := time.Unix(0, a.updated)
+	if err := heads.Put(id, encodeHead(a.version, updated, a.owner)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketByOwner).Put(append(bytes.Clone(a.owner), indexSuffix(updated, a.id)...), a.index); err != nil {
+		return err
+	}
+	if a.unfinished {
+		return tx.Bucket(bucketUnfinished).Put(id, nil)
+	}
+	return tx.Bucket(bucketUnfinished).Delete(id)
 }
 
 // decodeTaskRecord decodes a stored task and checks it is whole.
@@ -319,11 +638,26 @@ func decodeTaskRecord(id a2a.TaskID, b []byte) (*Snapshot, error) {
 	return &Snapshot{Task: r.Task, Owner: r.Owner, Version: r.Version, Updated: r.Updated}, nil
 }
 
+// view reads bbolt once it holds every append acknowledged before the call.
 func (s *BoltStore) view(fn func(*bolt.Tx) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return ErrClosed
+	}
+	if want := s.accepted.Load(); s.applied.Load() < want {
+		s.amu.Lock()
+		s.readers++
+		s.changed.Broadcast() // the applier applies now
+		for s.applied.Load() < want && s.broken == nil {
+			s.changed.Wait()
+		}
+		s.readers--
+		err := s.broken
+		s.amu.Unlock()
+		if err != nil {
+			return err
+		}
 	}
 	return s.db.View(fn)
 }
@@ -522,7 +856,7 @@ func (s *BoltStore) PutPushConfig(ctx context.Context, owner Owner, cfg *a2a.Pus
 	if err != nil {
 		return fmt.Errorf("put push config: %w", err)
 	}
-	err = s.update(ctx, func(tx *bolt.Tx) error {
+	err = s.update(ctx, &boltWrite{fn: func(tx *bolt.Tx) error {
 		hb := tx.Bucket(bucketHeads).Get([]byte(cfg.TaskID))
 		if hb == nil {
 			return ErrNotFound
@@ -546,7 +880,7 @@ func (s *BoltStore) PutPushConfig(ctx context.Context, owner Owner, cfg *a2a.Pus
 			return err
 		}
 		return tx.Bucket(bucketPush).Put(pushKey(cfg.TaskID, cfg.ID), b)
-	})
+	}})
 	if err != nil {
 		return fmt.Errorf("put push config of task %s: %w", cfg.TaskID, err)
 	}
@@ -582,7 +916,7 @@ func (s *BoltStore) PushDeliveries(_ context.Context, task a2a.TaskID) ([]*PushD
 
 // UpdatePushDelivery implements [Store].
 func (s *BoltStore) UpdatePushDelivery(ctx context.Context, d *PushDelivery) error {
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.update(ctx, &boltWrite{fn: func(tx *bolt.Tx) error {
 		key := pushKey(d.Config.TaskID, d.Config.ID)
 		old := tx.Bucket(bucketPush).Get(key)
 		if old == nil {
@@ -599,7 +933,7 @@ func (s *BoltStore) UpdatePushDelivery(ctx context.Context, d *PushDelivery) err
 			return err
 		}
 		return tx.Bucket(bucketPush).Put(key, b)
-	})
+	}})
 	if err != nil {
 		return fmt.Errorf("update push delivery %s of task %s: %w", d.Config.ID, d.Config.TaskID, err)
 	}
@@ -675,7 +1009,7 @@ func (s *BoltStore) ListPushConfigs(_ context.Context, owner Owner, task a2a.Tas
 
 // DeletePushConfig implements [Store].
 func (s *BoltStore) DeletePushConfig(ctx context.Context, owner Owner, task a2a.TaskID, id string) error {
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.update(ctx, &boltWrite{fn: func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketPush).Get(pushKey(task, id))
 		if b == nil {
 			return ErrNotFound
@@ -688,7 +1022,7 @@ func (s *BoltStore) DeletePushConfig(ctx context.Context, owner Owner, task a2a.
 			return ErrNotFound
 		}
 		return tx.Bucket(bucketPush).Delete(pushKey(task, id))
-	})
+	}})
 	if err != nil {
 		return fmt.Errorf("delete push config %s of task %s: %w", id, task, err)
 	}

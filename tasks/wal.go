@@ -1,0 +1,371 @@
+package tasks
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// The bbolt store's write-ahead log. bbolt commits by writing the changed
+// pages where they live and fsyncing twice (pages, then the meta page): about
+// half a millisecond on this project's disks even for one task, and a
+// blocking SendMessage paid it on its path. An accepted Append is instead
+// durable once its record is in the log — one sequential write and one
+// fsync for every Append of a group — and is applied to bbolt after, in
+// larger transactions, by the store's applier. Reads wait for the applier to
+// reach every write acknowledged before they started, so no acknowledged
+// write is ever missing from a read.
+//
+// The log is a series of segment files next to the store, <store>.wal-<first
+// sequence number, 16 hex digits>, each a run of records:
+//
+//	uint32 little-endian length of the payload
+//	uint32 little-endian CRC-32C of the payload
+//	payload: walVersion1, then uvarints seq, version, events count,
+//	  varint updated (Unix nanoseconds), byte unfinished (0 or 1), and five
+//	  uvarint-length-prefixed byte strings: task id, owner key, index value,
+//	  events value, task record.
+//
+// A record's sequence number is one more than the previous one's, across
+// segments. Opening the store replays every record that bbolt does not
+// have yet (a record whose task version bbolt already holds is skipped), in
+// one bbolt transaction that syncs, then deletes the segments. A crash can
+// leave only the last record of the last segment torn, since a segment is
+// closed only after its last write was synced: replay stops there. Anything
+// else that does not decode is corruption, and the store does not open.
+//
+// Written by hand: no Go library offers a log of checksummed records
+// shared by many writers with one fsync per group.
+
+const (
+	walVersion1      = 1
+	walHeaderSize    = 8
+	walSegmentMax    = 16 << 20 // a segment is closed once this long
+	walMaxRecordSize = 1 << 30  // a longer length can only be damage
+)
+
+var walCRC = crc32.MakeTable(crc32.Castagnoli)
+
+// errWALEnd means the bytes ended, or stopped being a record, where a record
+// was expected: the end of a segment, or a torn write at its tail.
+var errWALEnd = errors.New("end of log")
+
+// walAppend is one accepted [BoltStore.Append]: everything its bbolt
+// transaction writes, ready made.
+type walAppend struct {
+	seq        uint64
+	id         a2a.TaskID
+	version    uint64 // the task's version after the append
+	events     uint64 // how many events it appends
+	updated    int64  // Unix nanoseconds
+	unfinished bool
+	owner      []byte // ownerKey
+	index      []byte // the by-owner index value: state, 0, context id
+	encoded    []byte // the events value; empty when events is 0
+	rec        []byte // the task record
+}
+
+// appendWALRecord appends a's record, header included, to b.
+func appendWALRecord(b []byte, a *walAppend) []byte {
+	start := len(b)
+	b = append(b, make([]byte, walHeaderSize)...)
+	b = append(b, walVersion1)
+	b = binary.AppendUvarint(b, a.seq)
+	b = binary.AppendUvarint(b, a.version)
+	b = binary.AppendUvarint(b, a.events)
+	b = binary.AppendVarint(b, a.updated)
+	if a.unfinished {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	for _, s := range [][]byte{[]byte(a.id), a.owner, a.index, a.encoded, a.rec} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	payload := b[start+walHeaderSize:]
+	binary.LittleEndian.PutUint32(b[start:], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(payload, walCRC))
+	return b
+}
+
+// decodeWALRecord decodes the record at the start of b and returns it with
+// its length. It returns errWALEnd when b does not start with a whole record
+// whose checksum matches (the end of the written part, or a torn write), and
+// an ErrCorrupt error when the checksum matches but the payload does not
+// decode. The record's byte strings alias b.
+func decodeWALRecord(b []byte) (*walAppend, int, error) {
+	if len(b) < walHeaderSize {
+		return nil, 0, errWALEnd
+	}
+	n := binary.LittleEndian.Uint32(b)
+	if n == 0 || n > walMaxRecordSize || uint64(n) > uint64(len(b)-walHeaderSize) {
+		return nil, 0, errWALEnd
+	}
+	payload := b[walHeaderSize : walHeaderSize+int(n)]
+	if crc32.Checksum(payload, walCRC) != binary.LittleEndian.Uint32(b[4:]) {
+		return nil, 0, errWALEnd
+	}
+	a, err := decodeWALPayload(payload)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: log record: %v", ErrCorrupt, err)
+	}
+	return a, walHeaderSize + int(n), nil
+}
+
+func decodeWALPayload(p []byte) (*walAppend, error) {
+	if len(p) == 0 || p[0] != walVersion1 {
+		return nil, errors.New("unknown record version")
+	}
+	p = p[1:]
+	a := &walAppend{}
+	for _, u := range []*uint64{&a.seq, &a.version, &a.events} {
+		v, n := binary.Uvarint(p)
+		if n <= 0 {
+			return nil, errors.New("bad number")
+		}
+		*u, p = v, p[n:]
+	}
+	v, n := binary.Varint(p)
+	if n <= 0 {
+		return nil, errors.New("bad time")
+	}
+	a.updated, p = v, p[n:]
+	if len(p) == 0 || p[0] > 1 {
+		return nil, errors.New("bad unfinished flag")
+	}
+	a.unfinished, p = p[0] == 1, p[1:]
+	var id []byte
+	for _, s := range []*[]byte{&id, &a.owner, &a.index, &a.encoded, &a.rec} {
+		l, n := binary.Uvarint(p)
+		if n <= 0 || l > uint64(len(p)-n) {
+			return nil, errors.New("bad length")
+		}
+		*s, p = p[n:n+int(l)], p[n+int(l):]
+	}
+	if len(p) != 0 {
+		return nil, errors.New("trailing bytes")
+	}
+	switch {
+	case len(id) == 0:
+		return nil, errors.New("no task id")
+	case a.seq == 0:
+		return nil, errors.New("sequence number 0")
+	case a.events > a.version:
+		return nil, errors.New("more events than the version")
+	case (a.events == 0) != (len(a.encoded) == 0):
+		return nil, errors.New("events count and events value disagree")
+	case len(a.rec) == 0:
+		return nil, errors.New("no task record")
+	}
+	a.id = a2a.TaskID(id)
+	return a, nil
+}
+
+// walSegment is a closed segment: every record in it is synced.
+type walSegment struct {
+	path string
+	last uint64 // the sequence number of its last record
+}
+
+// wal writes the log. append is called by the store's committer only; release
+// by its applier.
+type wal struct {
+	base string // the store's path; segments are base.wal-<seq>
+	f    *os.File
+	size int64
+	next uint64 // the sequence number of the next record
+	buf  []byte
+
+	mu     sync.Mutex
+	closed []walSegment // oldest first
+	cur    string       // the open segment's path
+}
+
+func walPrefix(base string) string { return base + ".wal-" }
+
+func segmentPath(base string, first uint64) string {
+	return fmt.Sprintf("%s%016x", walPrefix(base), first)
+}
+
+// append gives recs the next sequence numbers and makes them durable: one
+// write and one fsync.
+func (w *wal) append(recs []*walAppend) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if w.f == nil || w.size >= walSegmentMax {
+		if err := w.rotate(); err != nil {
+			return err
+		}
+	}
+	w.buf = w.buf[:0]
+	for _, a := range recs {
+		a.seq = w.next
+		w.next++
+		w.buf = appendWALRecord(w.buf, a)
+	}
+	if _, err := w.f.Write(w.buf); err != nil {
+		return fmt.Errorf("write log %s: %w", w.f.Name(), err)
+	}
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("sync log %s: %w", w.f.Name(), err)
+	}
+	w.size += int64(len(w.buf))
+	if cap(w.buf) > 1<<20 { // one large group does not pin its buffer
+		w.buf = nil
+	}
+	return nil
+}
+
+// rotate closes the open segment (its records are synced) and starts a new
+// one, whose directory entry is synced before anything is written to it.
+func (w *wal) rotate() error {
+	path := segmentPath(w.base, w.next)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("start log segment: %w", err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("start log segment %s: %w", path, err)
+	}
+	w.mu.Lock()
+	if w.f != nil {
+		w.closed = append(w.closed, walSegment{path: w.cur, last: w.next - 1})
+		w.f.Close()
+	}
+	w.f, w.cur, w.size = f, path, 0
+	w.mu.Unlock()
+	return nil
+}
+
+// release deletes the closed segments whose records are all in bbolt, which
+// has synced them: applied is the last sequence number applied.
+func (w *wal) release(applied uint64) error {
+	w.mu.Lock()
+	var drop []walSegment
+	for len(w.closed) > 0 && w.closed[0].last <= applied {
+		drop = append(drop, w.closed[0])
+		w.closed = w.closed[1:]
+	}
+	w.mu.Unlock()
+	var errs []error
+	for _, s := range drop {
+		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// close closes the open segment and, with remove (the caller has applied
+// every record), deletes every segment.
+func (w *wal) close(remove bool) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var errs []error
+	if w.f != nil {
+		errs = append(errs, w.f.Close())
+		w.closed = append(w.closed, walSegment{path: w.cur, last: w.next - 1})
+		w.f = nil
+	}
+	if !remove {
+		return errors.Join(errs...)
+	}
+	for _, s := range w.closed {
+		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	w.closed = nil
+	return errors.Join(errs...)
+}
+
+// readWAL reads the segments of the log at base in order and returns their
+// records, the paths of the segments, and the sequence number the next
+// record gets. A torn record ends the last segment; any other damage is an
+// ErrCorrupt error.
+func readWAL(base string) (recs []*walAppend, paths []string, next uint64, err error) {
+	matches, err := filepath.Glob(walPrefix(base) + "*")
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	type seg struct {
+		path  string
+		first uint64
+	}
+	var segs []seg
+	for _, m := range matches {
+		first, err := strconv.ParseUint(strings.TrimPrefix(m, walPrefix(base)), 16, 64)
+		if err != nil || first == 0 {
+			return nil, nil, 0, fmt.Errorf("%w: log segment %s: not a segment name", ErrCorrupt, m)
+		}
+		segs = append(segs, seg{m, first})
+	}
+	slices.SortFunc(segs, func(a, b seg) int { return cmpUint(a.first, b.first) })
+	next = 1
+	for i, s := range segs {
+		data, err := os.ReadFile(s.path)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("read log: %w", err)
+		}
+		paths = append(paths, s.path)
+		if i > 0 && s.first != next {
+			return nil, nil, 0, fmt.Errorf("%w: log segment %s: starts at %d, expected %d", ErrCorrupt, s.path, s.first, next)
+		}
+		next = s.first
+		for off := 0; off < len(data); {
+			a, n, err := decodeWALRecord(data[off:])
+			if errors.Is(err, errWALEnd) {
+				if i == len(segs)-1 {
+					break // a torn tail: its write was never acknowledged
+				}
+				return nil, nil, 0, fmt.Errorf("%w: log segment %s: damaged record at offset %d", ErrCorrupt, s.path, off)
+			}
+			if err != nil {
+				return nil, nil, 0, fmt.Errorf("log segment %s, offset %d: %w", s.path, off, err)
+			}
+			if a.seq != next {
+				return nil, nil, 0, fmt.Errorf("%w: log segment %s: record %d where %d was expected", ErrCorrupt, s.path, a.seq, next)
+			}
+			recs = append(recs, a)
+			next++
+			off += n
+		}
+	}
+	return recs, paths, next, nil
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// syncDir makes a new directory entry in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,246 @@
+package tasks
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+func testRecord(i int) *walAppend {
+	return &walAppend{
+		id:         a2a.TaskID("task-" + string(rune('a'+i%26))),
+		version:    uint64(i + 1),
+		events:     1,
+		updated:    time.Unix(int64(i), 7).UnixNano(),
+		unfinished: i%2 == 0,
+		owner:      ownerKey(Owner{Principal: "p", Tenant: "t"}),
+		index:      []byte("TASK_STATE_WORKING\x00ctx"),
+		encoded:    []byte{eventBatchV1, 0, 0, 0, 2, '{', '}'},
+		rec:        bytes.Repeat([]byte{'r'}, 10+i),
+	}
+}
+
+// TestWALRoundTrip writes records through two segments and reads them back.
+func TestWALRoundTrip(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "tasks.db")
+	w := &wal{base: base, next: 1}
+	var want []*walAppend
+	for i := range 5 {
+		batch := []*walAppend{testRecord(2 * i), testRecord(2*i + 1)}
+		if err := w.append(batch); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, batch...)
+		if i == 2 {
+			w.size = walSegmentMax // the next group starts a segment
+		}
+	}
+	got, paths, next, err := readWAL(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 2 || next != 11 {
+		t.Fatalf("%d segments, next %d; want 2, 11", len(paths), next)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("read back %d records differing from the %d written", len(got), len(want))
+	}
+	// Segments whose records are all applied go; the open one stays.
+	if err := w.release(10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(paths[0]); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("applied closed segment still there: %v", err)
+	}
+	if err := w.close(true); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(walPrefix(base) + "*"); len(left) != 0 {
+		t.Fatalf("segments left after close: %v", left)
+	}
+}
+
+// TestWALTornTail cuts the last segment at every offset of its last record:
+// reading stops before it, and the earlier records all come back.
+func TestWALTornTail(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "tasks.db")
+	w := &wal{base: base, next: 1}
+	if err := w.append([]*walAppend{testRecord(0), testRecord(1), testRecord(2)}); err != nil {
+		t.Fatal(err)
+	}
+	w.close(false)
+	path := segmentPath(base, 1)
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastLen := len(appendWALRecord(nil, testRecord(2)))
+	for cut := len(whole) - lastLen; cut < len(whole); cut++ {
+		if err := os.WriteFile(path, whole[:cut], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, _, next, err := readWAL(base)
+		if err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		if len(got) != 2 || next != 3 {
+			t.Fatalf("cut at %d: %d records, next %d; want 2, 3", cut, len(got), next)
+		}
+	}
+	// A flipped bit in the last record's payload reads as a torn tail too.
+	damaged := bytes.Clone(whole)
+	damaged[len(damaged)-3] ^= 1
+	os.WriteFile(path, damaged, 0o600)
+	if got, _, _, err := readWAL(base); err != nil || len(got) != 2 {
+		t.Fatalf("damaged tail: %d records, %v", len(got), err)
+	}
+}
+
+// TestWALDamage refuses what a crash cannot leave: damage in a segment that
+// is not the last, a gap between segments, a stray file name.
+func TestWALDamage(t *testing.T) {
+	write := func(t *testing.T, base string, first uint64, n int, size bool) {
+		w := &wal{base: base, next: first}
+		for i := range n {
+			if err := w.append([]*walAppend{testRecord(i)}); err != nil {
+				t.Fatal(err)
+			}
+			if size {
+				w.size = walSegmentMax
+			}
+		}
+		w.close(false)
+	}
+	t.Run("middle segment", func(t *testing.T) {
+		base := filepath.Join(t.TempDir(), "tasks.db")
+		write(t, base, 1, 3, true) // three segments of one record
+		p := segmentPath(base, 2)
+		b, _ := os.ReadFile(p)
+		b[len(b)-1] ^= 1
+		os.WriteFile(p, b, 0o600)
+		if _, _, _, err := readWAL(base); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("damaged middle segment: %v", err)
+		}
+	})
+	t.Run("gap", func(t *testing.T) {
+		base := filepath.Join(t.TempDir(), "tasks.db")
+		write(t, base, 1, 3, true)
+		os.Remove(segmentPath(base, 2))
+		if _, _, _, err := readWAL(base); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("gap between segments: %v", err)
+		}
+	})
+	t.Run("name", func(t *testing.T) {
+		base := filepath.Join(t.TempDir(), "tasks.db")
+		os.WriteFile(walPrefix(base)+"nothex", nil, 0o600)
+		if _, _, _, err := readWAL(base); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("stray segment name: %v", err)
+		}
+	})
+	t.Run("sequence", func(t *testing.T) {
+		base := filepath.Join(t.TempDir(), "tasks.db")
+		write(t, base, 5, 1, false)
+		os.Rename(segmentPath(base, 5), segmentPath(base, 4)) // holds record 5 where 4 should be
+		if _, _, _, err := readWAL(base); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("record out of sequence: %v", err)
+		}
+	})
+}
+
+// TestOpenReplaysLog writes a log by hand for a store that does not have
+// its records, plus one it has: opening applies the missing ones only, and
+// deletes the log.
+func TestOpenReplaysLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	s, err := OpenBolt(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := Owner{Principal: "p"}
+	task := &a2a.Task{ID: "t1", ContextID: "c1", Status: a2a.TaskStatus{State: a2a.TaskStateSubmitted}}
+	first := &Snapshot{Task: task, Owner: owner, Version: 1, Updated: time.Unix(1, 0)}
+	if err := s.Append(t.Context(), first, []a2a.Event{task}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The log as a crash would leave it: the append bbolt has, then one it
+	// lacks.
+	codec := newRecordCodec()
+	record := func(seq uint64, snap *Snapshot, ev a2a.Event) *walAppend {
+		enc, known, err := encodeEvents([]a2a.Event{ev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := codec.encode(snap, known)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &walAppend{seq: seq, id: snap.Task.ID, version: snap.Version, events: 1, updated: snap.Updated.UnixNano(),
+			unfinished: isUnfinished(snap.Task.Status.State), owner: ownerKey(snap.Owner),
+			index: append(append([]byte(snap.Task.Status.State), 0), snap.Task.ContextID...), encoded: enc, rec: rec}
+	}
+	done := a2a.NewStatusUpdateEvent(task, a2a.TaskStateCompleted, nil)
+	second, err := apply(first, done, time.Unix(2, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := appendWALRecord(nil, record(1, first, task))
+	log = appendWALRecord(log, record(2, second, done))
+	if err := os.WriteFile(segmentPath(path, 1), log, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenBolt(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.Get(t.Context(), owner, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != 2 || got.Task.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("after replay: version %d, state %s", got.Version, got.Task.Status.State)
+	}
+	evs, err := s.Events(t.Context(), owner, "t1", 0)
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("after replay: %d events, %v", len(evs), err)
+	}
+	if left, _ := filepath.Glob(walPrefix(path) + "*"); len(left) != 0 {
+		t.Fatalf("log left after replay: %v", left)
+	}
+	// The next append follows the replayed version, and the log numbers on.
+	if err := s.Append(t.Context(), second, []a2a.Event{done}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("append of a replayed version: %v", err)
+	}
+	if s.log.next != 3 {
+		t.Fatalf("next sequence number %d, want 3", s.log.next)
+	}
+}
+
+// TestOpenRefusesBadLog: a record that does not follow what bbolt holds is
+// refused at open, and the store stays closed over it.
+func TestOpenRefusesBadLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	a := testRecord(4) // version 5 of a task bbolt has never seen
+	a.seq = 1
+	if err := os.WriteFile(segmentPath(path, 1), appendWALRecord(nil, a), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := OpenBolt(path, time.Second); !errors.Is(err, ErrConflict) {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("log record out of step with the store: %v", err)
+	}
+	if _, err := os.Stat(segmentPath(path, 1)); err != nil {
+		t.Fatalf("a refused log must stay for inspection: %v", err)
+	}
+}
