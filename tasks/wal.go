@@ -49,7 +49,7 @@ import (
 const (
 	walVersion1      = 1
 	walHeaderSize    = 8
-	walSegmentMax    = 16 << 20 // a segment is closed once this long
+	walSegmentMax    = 16 << 20 // a segment's size: one is closed once this full
 	walMaxRecordSize = 1 << 30  // a longer length can only be damage
 )
 
@@ -180,11 +180,12 @@ type walSegment struct {
 // wal writes the log. append is called by the store's committer only; release
 // by its applier.
 type wal struct {
-	base string // the store's path; segments are base.wal-<seq>
-	f    *os.File
-	size int64
-	next uint64 // the sequence number of the next record
-	buf  []byte
+	base    string // the store's path; segments are base.wal-<seq>
+	segment int64  // a segment's size; 0 means walSegmentMax
+	f       *os.File
+	size    int64
+	next    uint64 // the sequence number of the next record
+	buf     []byte
 
 	mu     sync.Mutex
 	closed []walSegment // oldest first
@@ -203,7 +204,10 @@ func (w *wal) append(recs []*walAppend) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	if w.f == nil || w.size >= walSegmentMax {
+	if w.segment == 0 {
+		w.segment = walSegmentMax
+	}
+	if w.f == nil || w.size >= w.segment {
 		if err := w.rotate(); err != nil {
 			return err
 		}
@@ -214,10 +218,10 @@ func (w *wal) append(recs []*walAppend) error {
 		w.next++
 		w.buf = appendWALRecord(w.buf, a)
 	}
-	if _, err := w.f.Write(w.buf); err != nil {
+	if _, err := w.f.WriteAt(w.buf, w.size); err != nil {
 		return fmt.Errorf("write log %s: %w", w.f.Name(), err)
 	}
-	if err := w.f.Sync(); err != nil {
+	if err := syncData(w.f); err != nil {
 		return fmt.Errorf("sync log %s: %w", w.f.Name(), err)
 	}
 	w.size += int64(len(w.buf))
@@ -228,14 +232,17 @@ func (w *wal) append(recs []*walAppend) error {
 }
 
 // rotate closes the open segment (its records are synced) and starts a new
-// one, whose directory entry is synced before anything is written to it.
+// one. The new segment is written full of zeros and synced, with its
+// directory entry, before any record goes in: a record then overwrites
+// allocated blocks, and its fdatasync need not journal the file's new size
+// (on ext4 that was most of the log's CPU, and a third of its latency).
 func (w *wal) rotate() error {
 	path := segmentPath(w.base, w.next)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 	if err != nil {
 		return fmt.Errorf("start log segment: %w", err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := zeroFill(f, w.segment); err != nil {
 		f.Close()
 		os.Remove(path)
 		return fmt.Errorf("start log segment %s: %w", path, err)
@@ -248,6 +255,21 @@ func (w *wal) rotate() error {
 	w.f, w.cur, w.size = f, path, 0
 	w.mu.Unlock()
 	return nil
+}
+
+// zeroFill writes n zero bytes to f and makes them and f's directory entry
+// durable.
+func zeroFill(f *os.File, n int64) error {
+	zeros := make([]byte, 1<<20)
+	for off := int64(0); off < n; off += int64(len(zeros)) {
+		if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), n-off)], off); err != nil {
+			return err
+		}
+	}
+	if err := syncData(f); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(f.Name()))
 }
 
 // release deletes the closed segments whose records are all in bbolt, which
@@ -328,8 +350,11 @@ func readWAL(base string) (recs []*walAppend, paths []string, next uint64, err e
 		for off := 0; off < len(data); {
 			a, n, err := decodeWALRecord(data[off:])
 			if errors.Is(err, errWALEnd) {
-				if i == len(segs)-1 {
-					break // a torn tail: its write was never acknowledged
+				// Zeros are the segment's unused end. Anything else can only
+				// be a torn last write, never acknowledged, at the end of the
+				// last segment.
+				if i == len(segs)-1 || allZero(data[off:]) {
+					break
 				}
 				return nil, nil, 0, fmt.Errorf("%w: log segment %s: damaged record at offset %d", ErrCorrupt, s.path, off)
 			}
@@ -345,6 +370,15 @@ func readWAL(base string) (recs []*walAppend, paths []string, next uint64, err e
 		}
 	}
 	return recs, paths, next, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func cmpUint(a, b uint64) int {

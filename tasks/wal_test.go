@@ -29,7 +29,7 @@ func testRecord(i int) *walAppend {
 // TestWALRoundTrip writes records through two segments and reads them back.
 func TestWALRoundTrip(t *testing.T) {
 	base := filepath.Join(t.TempDir(), "tasks.db")
-	w := &wal{base: base, next: 1}
+	w := &wal{base: base, next: 1, segment: 4096}
 	var want []*walAppend
 	for i := range 5 {
 		batch := []*walAppend{testRecord(2 * i), testRecord(2*i + 1)}
@@ -38,7 +38,7 @@ func TestWALRoundTrip(t *testing.T) {
 		}
 		want = append(want, batch...)
 		if i == 2 {
-			w.size = walSegmentMax // the next group starts a segment
+			w.size = w.segment // the next group starts a segment
 		}
 	}
 	got, paths, next, err := readWAL(base)
@@ -70,7 +70,7 @@ func TestWALRoundTrip(t *testing.T) {
 // reading stops before it, and the earlier records all come back.
 func TestWALTornTail(t *testing.T) {
 	base := filepath.Join(t.TempDir(), "tasks.db")
-	w := &wal{base: base, next: 1}
+	w := &wal{base: base, next: 1, segment: 4096}
 	if err := w.append([]*walAppend{testRecord(0), testRecord(1), testRecord(2)}); err != nil {
 		t.Fatal(err)
 	}
@@ -80,12 +80,31 @@ func TestWALTornTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lastLen := len(appendWALRecord(nil, testRecord(2)))
-	for cut := len(whole) - lastLen; cut < len(whole); cut++ {
-		if err := os.WriteFile(path, whole[:cut], 0o600); err != nil {
+	end := 0
+	for i := range 3 {
+		end += len(appendWALRecord(nil, testRecord(i)))
+	}
+	if !allZero(whole[end:]) {
+		t.Fatal("the segment's unused end is not zeros")
+	}
+	// A torn write leaves a prefix of the record, then zeros or nothing.
+	for cut := end - len(appendWALRecord(nil, testRecord(2))); cut < end; cut++ {
+		torn := bytes.Clone(whole)
+		clear(torn[cut:])
+		if err := os.WriteFile(path, torn, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		got, _, next, err := readWAL(base)
+		if err != nil {
+			t.Fatalf("zeroed from %d: %v", cut, err)
+		}
+		if len(got) != 2 || next != 3 {
+			t.Fatalf("zeroed from %d: %d records, next %d; want 2, 3", cut, len(got), next)
+		}
+		if err := os.WriteFile(path, whole[:cut], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, _, next, err = readWAL(base)
 		if err != nil {
 			t.Fatalf("cut at %d: %v", cut, err)
 		}
@@ -95,7 +114,7 @@ func TestWALTornTail(t *testing.T) {
 	}
 	// A flipped bit in the last record's payload reads as a torn tail too.
 	damaged := bytes.Clone(whole)
-	damaged[len(damaged)-3] ^= 1
+	damaged[end-3] ^= 1
 	os.WriteFile(path, damaged, 0o600)
 	if got, _, _, err := readWAL(base); err != nil || len(got) != 2 {
 		t.Fatalf("damaged tail: %d records, %v", len(got), err)
@@ -106,13 +125,13 @@ func TestWALTornTail(t *testing.T) {
 // is not the last, a gap between segments, a stray file name.
 func TestWALDamage(t *testing.T) {
 	write := func(t *testing.T, base string, first uint64, n int, size bool) {
-		w := &wal{base: base, next: first}
+		w := &wal{base: base, next: first, segment: 4096}
 		for i := range n {
 			if err := w.append([]*walAppend{testRecord(i)}); err != nil {
 				t.Fatal(err)
 			}
 			if size {
-				w.size = walSegmentMax
+				w.size = w.segment
 			}
 		}
 		w.close(false)
@@ -122,7 +141,7 @@ func TestWALDamage(t *testing.T) {
 		write(t, base, 1, 3, true) // three segments of one record
 		p := segmentPath(base, 2)
 		b, _ := os.ReadFile(p)
-		b[len(b)-1] ^= 1
+		b[walHeaderSize+2] ^= 1
 		os.WriteFile(p, b, 0o600)
 		if _, _, _, err := readWAL(base); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("damaged middle segment: %v", err)
