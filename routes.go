@@ -415,9 +415,13 @@ func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 			if _, werr := w.Write(buf); werr != nil {
 				return // the client left; leaving the loop ends the stream
 			}
-			flusher.Flush()
 			if err != nil {
 				return
+			}
+			// The last event goes out with the end of the response, in one
+			// write instead of two.
+			if !tasks.EndsStream(ev) {
+				flusher.Flush()
 			}
 		}
 		if started {

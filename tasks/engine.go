@@ -566,7 +566,7 @@ func (e *Engine) follow(ctx context.Context, h *hub, r *run, owner Owner, after 
 			if !yield(ev.Event, nil) {
 				return
 			}
-			if endsStream(ev.Event) {
+			if EndsStream(ev.Event) {
 				return
 			}
 		}
@@ -589,8 +589,11 @@ func (e *Engine) follow(ctx context.Context, h *hub, r *run, owner Owner, after 
 	}
 }
 
-// endsStream reports whether ev leaves the task final, which closes a stream.
-func endsStream(ev a2a.Event) bool {
+// EndsStream reports whether ev is the last event of the engine's streams:
+// it leaves the task final (terminal, or waiting for its client), or it is a
+// direct message. A transport may leave such an event to the end of the
+// response to flush.
+func EndsStream(ev a2a.Event) bool {
 	switch e := ev.(type) {
 	case *a2a.TaskStatusUpdateEvent:
 		return final(e.Status.State)
