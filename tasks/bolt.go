@@ -176,8 +176,8 @@ func replayWAL(db *bolt.DB, path string) (uint64, error) {
 			return 0, err
 		}
 	}
-	for _, p := range paths {
-		if err := os.Remove(p); err != nil {
+	for _, p := range append(paths, sparePath(path)) {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return 0, fmt.Errorf("delete replayed log: %w", err)
 		}
 	}

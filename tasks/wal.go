@@ -187,6 +187,8 @@ type wal struct {
 	next    uint64 // the sequence number of the next record
 	buf     []byte
 
+	spare chan walSpare // the next segment, once filled; nil when none is being filled
+
 	mu     sync.Mutex
 	closed []walSegment // oldest first
 	cur    string       // the open segment's path
@@ -232,20 +234,39 @@ func (w *wal) append(recs []*walAppend) error {
 }
 
 // rotate closes the open segment (its records are synced) and starts a new
-// one. The new segment is written full of zeros and synced, with its
-// directory entry, before any record goes in: a record then overwrites
-// allocated blocks, and its fdatasync need not journal the file's new size
-// (on ext4 that was most of the log's CPU, and a third of its latency).
+// one. A segment is written full of zeros and synced, with its directory
+// entry, before any record goes in: a record then overwrites allocated
+// blocks, and its fdatasync need not journal the file's new size (on ext4
+// that was most of the log's CPU, and a third of its latency). Filling one
+// takes about 10 ms, which every writer of the moment would wait for, so
+// the next segment is filled in the background as a spare while this one
+// fills, and rotate only renames it.
 func (w *wal) rotate() error {
 	path := segmentPath(w.base, w.next)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("start log segment: %w", err)
-	}
-	if err := zeroFill(f, w.segment); err != nil {
-		f.Close()
-		os.Remove(path)
-		return fmt.Errorf("start log segment %s: %w", path, err)
+	var f *os.File
+	if w.spare != nil {
+		spare := <-w.spare // nearly always ready: a segment fills far slower
+		w.spare = nil
+		if spare.err == nil {
+			spare.err = os.Rename(spare.f.Name(), path)
+			if spare.err == nil {
+				spare.err = syncDir(filepath.Dir(path))
+			}
+		}
+		if spare.err != nil {
+			if spare.f != nil {
+				spare.f.Close()
+			}
+			os.Remove(sparePath(w.base))
+			os.Remove(path)
+			return fmt.Errorf("start log segment %s: %w", path, spare.err)
+		}
+		f = spare.f
+	} else {
+		var err error
+		if f, err = newSegment(path, w.segment); err != nil {
+			return err
+		}
 	}
 	w.mu.Lock()
 	if w.f != nil {
@@ -254,7 +275,42 @@ func (w *wal) rotate() error {
 	}
 	w.f, w.cur, w.size = f, path, 0
 	w.mu.Unlock()
+	w.prepare()
 	return nil
+}
+
+// walSpare is a segment filled ahead of need, or why it could not be.
+type walSpare struct {
+	f   *os.File
+	err error
+}
+
+// sparePath names the spare segment: not a segment name, so a crash that
+// leaves it behind leaves nothing to replay.
+func sparePath(base string) string { return base + ".wal.spare" }
+
+// prepare fills the spare segment in the background; rotate or close takes it.
+func (w *wal) prepare() {
+	spare := make(chan walSpare, 1)
+	w.spare = spare
+	go func() {
+		f, err := newSegment(sparePath(w.base), w.segment)
+		spare <- walSpare{f, err}
+	}()
+}
+
+// newSegment creates path filled with n zeros, durable.
+func newSegment(path string, n int64) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("start log segment: %w", err)
+	}
+	if err := zeroFill(f, n); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("start log segment %s: %w", path, err)
+	}
+	return f, nil
 }
 
 // zeroFill writes n zero bytes to f and makes them and f's directory entry
@@ -291,12 +347,18 @@ func (w *wal) release(applied uint64) error {
 	return errors.Join(errs...)
 }
 
-// close closes the open segment and, with remove (the caller has applied
-// every record), deletes every segment.
+// close closes the open segment and deletes the spare and, with remove (the
+// caller has applied every record), every segment.
 func (w *wal) close(remove bool) error {
+	var errs []error
+	if w.spare != nil {
+		if spare := <-w.spare; spare.f != nil {
+			errs = append(errs, spare.f.Close(), os.Remove(spare.f.Name()))
+		}
+		w.spare = nil
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var errs []error
 	if w.f != nil {
 		errs = append(errs, w.f.Close())
 		w.closed = append(w.closed, walSegment{path: w.cur, last: w.next - 1})

@@ -64,6 +64,42 @@ func TestWALRoundTrip(t *testing.T) {
 	if left, _ := filepath.Glob(walPrefix(base) + "*"); len(left) != 0 {
 		t.Fatalf("segments left after close: %v", left)
 	}
+	if _, err := os.Stat(sparePath(base)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("spare segment left after close: %v", err)
+	}
+}
+
+// TestWALSpare: a rotation takes the spare segment filled in the
+// background, zeros and all, and starts the next one.
+func TestWALSpare(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "tasks.db")
+	w := &wal{base: base, next: 1, segment: 4096}
+	if err := w.append([]*walAppend{testRecord(0)}); err != nil {
+		t.Fatal(err)
+	}
+	spare := <-w.spare // filled after the first segment started
+	if spare.err != nil {
+		t.Fatal(spare.err)
+	}
+	w.spare = make(chan walSpare, 1)
+	w.spare <- spare
+	w.size = w.segment
+	if err := w.append([]*walAppend{testRecord(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if w.f != spare.f {
+		t.Fatal("the second segment is not the spare")
+	}
+	got, _, _, err := readWAL(base)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("read %d records, %v", len(got), err)
+	}
+	if err := w.close(false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(sparePath(base)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("spare segment left after close: %v", err)
+	}
 }
 
 // TestWALTornTail cuts the last segment at every offset of its last record:
