@@ -393,6 +393,14 @@ func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 			firstErr error
 			buf      []byte
 		)
+		// Events are flushed when the engine is about to wait for more,
+		// and the last goes out with the end of the response: the events of
+		// one write leave in one network write.
+		ctx = tasks.WithBeforeWait(ctx, func() {
+			if started {
+				flusher.Flush()
+			}
+		})
 		for ev, err := range h.SendStreamingMessage(ctx, &req) {
 			if !started {
 				if err != nil {
@@ -417,11 +425,6 @@ func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 			}
 			if err != nil {
 				return
-			}
-			// The last event goes out with the end of the response, in one
-			// write instead of two.
-			if !tasks.EndsStream(ev) {
-				flusher.Flush()
 			}
 		}
 		if started {

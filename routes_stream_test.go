@@ -2,10 +2,12 @@ package handoff
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 )
@@ -197,5 +199,39 @@ func TestGetTaskJSONRPCWritesWhatA2AGoWrites(t *testing.T) {
 	}
 	if got := get("no-such-task"); !strings.Contains(got, `"code":-32001`) || !strings.Contains(got, `"reason":"TASK_NOT_FOUND"`) {
 		t.Fatalf("unknown task: answer %s, want a2a-go's error with code -32001 and its ErrorInfo", got)
+	}
+}
+
+// TestStreamJSONRPCFlushesBeforeWaiting streams a task whose agent works
+// for ten seconds after its working status: the events before the wait
+// reach the client during it, not with the end of the stream.
+func TestStreamJSONRPCFlushesBeforeWaiting(t *testing.T) {
+	url := startAgent(t, testConfig(t))
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	body := `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"test-resubscribe-message-id-1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`
+	req, _ := http.NewRequestWithContext(ctx, "POST", url+pathJSONRPC, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("A2A-Version", "1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var working bool
+	for !working && sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			var env struct {
+				Result a2a.StreamResponse `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(d), &env); err != nil {
+				t.Fatalf("event %s: %v", d, err)
+			}
+			working = endsWithState(env.Result.Event, a2a.TaskStateWorking)
+		}
+	}
+	if !working {
+		t.Fatalf("no working status before the agent's wait ended (or 5 s passed): %v", sc.Err())
 	}
 }

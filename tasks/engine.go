@@ -566,7 +566,7 @@ func (e *Engine) follow(ctx context.Context, h *hub, r *run, owner Owner, after 
 			if !yield(ev.Event, nil) {
 				return
 			}
-			if EndsStream(ev.Event) {
+			if endsStream(ev.Event) {
 				return
 			}
 		}
@@ -583,17 +583,28 @@ func (e *Engine) follow(ctx context.Context, h *hub, r *run, owner Owner, after 
 			}
 			return
 		}
+		if f, ok := ctx.Value(beforeWaitKey{}).(func()); ok {
+			f()
+		}
 		if err := wait(ctx, wake); err != nil {
 			return
 		}
 	}
 }
 
-// EndsStream reports whether ev is the last event of the engine's streams:
-// it leaves the task final (terminal, or waiting for its client), or it is a
-// direct message. A transport may leave such an event to the end of the
-// response to flush.
-func EndsStream(ev a2a.Event) bool {
+type beforeWaitKey struct{}
+
+// WithBeforeWait returns a copy of ctx under which the engine's streams call
+// f whenever they have yielded every committed event and are about to wait
+// for the next: a transport that buffers what it writes flushes there, once
+// for the events of one write instead of once per event. f runs in the
+// goroutine that ranges over the stream.
+func WithBeforeWait(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, beforeWaitKey{}, f)
+}
+
+// endsStream reports whether ev leaves the task final, which closes a stream.
+func endsStream(ev a2a.Event) bool {
 	switch e := ev.(type) {
 	case *a2a.TaskStatusUpdateEvent:
 		return final(e.Status.State)
