@@ -34,6 +34,7 @@ var (
 	bucketByOwner    = []byte("by_owner")   // owner key, inverted updated, task id → state, 0, context id
 	bucketUnfinished = []byte("unfinished") // task id → nothing
 	bucketPush       = []byte("push")       // task id, 0, config id → pushRecord (JSON)
+	bucketMeta       = []byte("meta")       // keyLogApplied → the sequence number of the last log record applied
 )
 
 // maxBatch bounds how many writes share one log write and one fsync, and
@@ -92,7 +93,7 @@ var _ Store = (*BoltStore)(nil)
 type walHead struct {
 	version uint64
 	owner   []byte
-	rec     []byte // the task record; nil for a head read from bbolt
+	app     *walAppend // the append that made it; nil for a head read from bbolt
 }
 
 // boltWrite is an append (app) or another write (fn), queued for the committer.
@@ -120,7 +121,7 @@ func OpenBolt(path string, timeout time.Duration, opts ...BoltOption) (*BoltStor
 		return nil, fmt.Errorf("open task store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketTasks, bucketHeads, bucketEvents, bucketByOwner, bucketUnfinished, bucketPush} {
+		for _, b := range [][]byte{bucketTasks, bucketHeads, bucketEvents, bucketByOwner, bucketUnfinished, bucketPush, bucketMeta} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -154,24 +155,32 @@ func replayWAL(db *bolt.DB, path string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	var applied uint64
+	err = db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketMeta).Get(keyLogApplied); len(b) == 8 {
+			applied = binary.BigEndian.Uint64(b)
+		} else if b != nil {
+			return fmt.Errorf("%w: log position of %d bytes", ErrCorrupt, len(b))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
 	for chunk := range slices.Chunk(recs, maxApply) {
+		if chunk[len(chunk)-1].seq <= applied {
+			continue // applied before the log was deleted
+		}
 		err := db.Update(func(tx *bolt.Tx) error {
-			heads := tx.Bucket(bucketHeads)
 			for _, a := range chunk {
-				if hb := heads.Get([]byte(a.id)); hb != nil {
-					h, err := decodeHead(hb)
-					if err != nil {
-						return err
-					}
-					if h.version >= a.version {
-						continue // applied before the log was deleted
-					}
+				if a.seq <= applied {
+					continue
 				}
 				if err := applyAppend(tx, a); err != nil {
 					return fmt.Errorf("replay log record %d (task %s): %w", a.seq, a.id, err)
 				}
 			}
-			return nil
+			return tx.Bucket(bucketMeta).Put(keyLogApplied, binary.BigEndian.AppendUint64(nil, chunk[len(chunk)-1].seq))
 		})
 		if err != nil {
 			return 0, err
@@ -182,7 +191,9 @@ func replayWAL(db *bolt.DB, path string) (uint64, error) {
 			return 0, fmt.Errorf("delete replayed log: %w", err)
 		}
 	}
-	return next, nil
+	// Numbers go on from the last one used, so bbolt's position never
+	// covers a record still to come.
+	return max(next, applied+1), nil
 }
 
 // Ping reports whether the store is open; readiness checks use it.
@@ -215,7 +226,7 @@ func (s *BoltStore) Close() error {
 	// A broken store keeps its log: it may hold what bbolt lacks, for the
 	// next open to apply.
 	err := s.log.close(broken == nil)
-	return errors.Join(err, s.db.Close())
+	return errors.Join(broken, err, s.db.Close())
 }
 
 func (s *BoltStore) update(ctx context.Context, w *boltWrite) error {
@@ -240,6 +251,11 @@ func (s *BoltStore) update(ctx context.Context, w *boltWrite) error {
 // errRetryBatch rolls back a batch in which one write failed, so the others
 // can be committed without it.
 var errRetryBatch = errors.New("retry batch")
+
+// keyLogApplied is where bbolt keeps the sequence number of the last log
+// record it applied, written in the transaction that applies it: replay
+// skips what is at or below it.
+var keyLogApplied = []byte("log_applied")
 
 // commitLoop is the committer: it takes everything queued and commits it.
 func (s *BoltStore) commitLoop() {
@@ -297,7 +313,7 @@ func (s *BoltStore) commit(batch []*boltWrite, recs []*walAppend) []*walAppend {
 			w.res <- err
 			continue
 		}
-		moved[w.app.id] = walHead{version: w.app.version, owner: w.app.owner, rec: w.app.rec}
+		moved[w.app.id] = walHead{version: w.app.version, owner: w.app.owner, app: w.app}
 		recs = append(recs, w.app)
 		queued = append(queued, w)
 	}
@@ -322,12 +338,12 @@ func (s *BoltStore) commit(batch []*boltWrite, recs []*walAppend) []*walAppend {
 	s.queue = append(s.queue, queued...)
 	s.backlog += len(recs)
 	s.others += len(queued) - len(recs)
-	s.armLocked()
-	s.changed.Broadcast()
-	s.amu.Unlock()
 	if len(recs) > 0 {
 		s.accepted.Store(recs[len(recs)-1].seq)
 	}
+	s.armLocked()
+	s.changed.Broadcast()
+	s.amu.Unlock()
 	for _, w := range queued {
 		if w.app != nil {
 			w.res <- nil
@@ -363,6 +379,14 @@ func (s *BoltStore) check(a *walAppend, moved map[a2a.TaskID]walHead) error {
 	}
 	if ok && !bytes.Equal(h.owner, a.owner) {
 		return ErrNotFound
+	}
+	// What bbolt would refuse is refused here, before it is logged: once
+	// logged, an append must apply.
+	if k := len(a.owner) + 8 + len(a.id); k > bolt.MaxKeySize || len(a.id)+9 > bolt.MaxKeySize {
+		return fmt.Errorf("task id and owner make a key of %d bytes, over the store's limit of %d", k, bolt.MaxKeySize)
+	}
+	if v := max(len(a.rec), len(a.encoded)); v > bolt.MaxValueSize {
+		return fmt.Errorf("task record of %d bytes, over the store's limit of %d", v, bolt.MaxValueSize)
 	}
 	if a.version != h.version+a.events {
 		return ErrConflict
@@ -430,14 +454,27 @@ func (s *BoltStore) armLocked() {
 	}
 }
 
-// apply commits batch to bbolt in one transaction. A write that is not an
-// append and fails is answered with its error and the others committed
-// without it; an append cannot fail here (the committer checked it), so one
-// that does, or a failed commit, breaks the store.
+// apply commits batch to bbolt in one transaction, with the sequence number
+// of its last append. A write that is not an append and fails is answered
+// with its error and the others committed without it; an append cannot fail
+// here (the committer checked it), so one that does, or a failed commit,
+// breaks the store: from then on nothing more is applied, and the log stays
+// whole for the next open.
 func (s *BoltStore) apply(batch []*boltWrite) {
+	s.amu.Lock()
+	broken := s.broken
+	s.amu.Unlock()
+	var last uint64
+	appends := 0
+	for _, w := range batch {
+		if w.app != nil {
+			last = w.app.seq
+			appends++
+		}
+	}
 	failed := make(map[int]error)
-	var err error
-	for {
+	err := broken
+	for err == nil {
 		err = s.db.Update(func(tx *bolt.Tx) error {
 			for i, w := range batch {
 				if failed[i] != nil {
@@ -454,18 +491,18 @@ func (s *BoltStore) apply(batch []*boltWrite) {
 					return errRetryBatch
 				}
 			}
-			return nil
+			if last == 0 {
+				return nil
+			}
+			return tx.Bucket(bucketMeta).Put(keyLogApplied, binary.BigEndian.AppendUint64(nil, last))
 		})
 		if !errors.Is(err, errRetryBatch) {
 			break
 		}
+		err = nil
 	}
-	var last uint64
-	appends := 0
 	for i, w := range batch {
 		if w.app != nil {
-			last = w.app.seq
-			appends++
 			continue
 		}
 		if f := failed[i]; f != nil {
@@ -482,7 +519,7 @@ func (s *BoltStore) apply(batch []*boltWrite) {
 	if err == nil {
 		for _, w := range batch {
 			if a := w.app; a != nil {
-				if h, ok := s.heads[a.id]; ok && h.version == a.version {
+				if h, ok := s.heads[a.id]; ok && h.app == a { // not a later append of the same version
 					delete(s.heads, a.id)
 				}
 			}
@@ -708,7 +745,7 @@ func (s *BoltStore) load(id a2a.TaskID) (*Snapshot, error) {
 		return nil, broken
 	}
 	if pending {
-		return s.reads.decode(id, h.rec)
+		return s.reads.decode(id, h.app.rec)
 	}
 	var snap *Snapshot
 	err := s.readBolt(func(tx *bolt.Tx) error {

@@ -381,21 +381,27 @@ func (w *wal) close(remove bool) error {
 // record gets. A torn record ends the last segment; any other damage is an
 // ErrCorrupt error.
 func readWAL(base string) (recs []*walAppend, paths []string, next uint64, err error) {
-	matches, err := filepath.Glob(walPrefix(base) + "*")
+	// Listed, not globbed: the store's path may hold pattern characters.
+	entries, err := os.ReadDir(filepath.Dir(base))
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, fmt.Errorf("read log: %w", err)
 	}
 	type seg struct {
 		path  string
 		first uint64
 	}
 	var segs []seg
-	for _, m := range matches {
-		first, err := strconv.ParseUint(strings.TrimPrefix(m, walPrefix(base)), 16, 64)
-		if err != nil || first == 0 {
-			return nil, nil, 0, fmt.Errorf("%w: log segment %s: not a segment name", ErrCorrupt, m)
+	prefix := filepath.Base(walPrefix(base))
+	for _, e := range entries {
+		hex, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || len(hex) != 16 {
+			continue // not a segment (a spare, or somebody's copy)
 		}
-		segs = append(segs, seg{m, first})
+		first, err := strconv.ParseUint(hex, 16, 64)
+		if err != nil || first == 0 {
+			continue
+		}
+		segs = append(segs, seg{filepath.Join(filepath.Dir(base), e.Name()), first})
 	}
 	slices.SortFunc(segs, func(a, b seg) int { return cmpUint(a.first, b.first) })
 	next = 1

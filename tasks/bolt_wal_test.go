@@ -1,0 +1,255 @@
+package tasks
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	bolt "go.etcd.io/bbolt"
+)
+
+// These tests drive the store's committer, log and applier through real
+// writes; a write that is not an append (a push config's) holds the applier
+// inside a transaction where a test needs it there.
+
+func walSnap(id a2a.TaskID, version uint64, meta string) *Snapshot {
+	task := &a2a.Task{ID: id, ContextID: "c1", Status: a2a.TaskStatus{State: a2a.TaskStateSubmitted}}
+	if meta != "" {
+		task.Metadata = map[string]any{"k": meta}
+	}
+	return &Snapshot{Task: task, Owner: Owner{Principal: "p"}, Version: version, Updated: time.Unix(int64(version), 0)}
+}
+
+// crashImage copies the store file and its log as they are now, as a crash
+// at this moment would leave them, to a new path.
+func crashImage(t *testing.T, path string) string {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "tasks.db")
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if rest, ok := strings.CutPrefix(e.Name(), filepath.Base(path)); ok {
+			b, err := os.ReadFile(filepath.Join(filepath.Dir(path), e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(img+rest, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return img
+}
+
+// holdApplier queues a write that keeps the applier inside its transaction
+// until release is closed; it returns once the applier is there.
+func holdApplier(t *testing.T, s *BoltStore, fn func(*bolt.Tx) error) (release chan struct{}, done *sync.WaitGroup) {
+	started, release := make(chan struct{}), make(chan struct{})
+	done = &sync.WaitGroup{}
+	done.Go(func() {
+		s.update(t.Context(), &boltWrite{fn: func(tx *bolt.Tx) error {
+			close(started)
+			<-release
+			if fn != nil {
+				return fn(tx)
+			}
+			return nil
+		}})
+	})
+	<-started
+	return release, done
+}
+
+// TestReplaySnapshotOnlyAppend: an append without events keeps the task's
+// version; replay still applies it after one of the same version.
+func TestReplaySnapshotOnlyAppend(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	s, err := OpenBolt(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := walSnap("t1", 1, "")
+	if err := s.Append(t.Context(), first, []a2a.Event{first.Task}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(t.Context(), walSnap("t1", 1, "m1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	img := crashImage(t, path) // the applier waits applyEvery: both are in the log only
+	s.Close()
+	s2, err := OpenBolt(img, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	got, err := s2.Get(t.Context(), Owner{Principal: "p"}, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Task.Metadata["k"] != "m1" {
+		t.Fatalf("snapshot-only append lost by replay: metadata %v", got.Task.Metadata)
+	}
+}
+
+// TestReadsKeepLaterAppendOfSameVersion: applying an append does not make
+// reads forget a later one of the same version still waiting in the queue.
+func TestReadsKeepLaterAppendOfSameVersion(t *testing.T) {
+	s, err := OpenBolt(filepath.Join(t.TempDir(), "tasks.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	first := walSnap("t1", 1, "")
+	if err := s.Append(t.Context(), first, []a2a.Event{first.Task}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(t.Context(), walSnap("t1", 1, "m1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	release, done := holdApplier(t, s, nil) // applying the two above
+	if err := s.Append(t.Context(), walSnap("t1", 1, "m2"), nil); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	done.Wait()
+	got, err := s.Get(t.Context(), Owner{Principal: "p"}, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Task.Metadata["k"] != "m2" {
+		t.Fatalf("read after the acknowledged m2: metadata %v", got.Task.Metadata)
+	}
+}
+
+// TestApplyFailureKeepsLog: when bbolt refuses to apply an append, the
+// store stops applying, fails what follows, and keeps every acknowledged
+// record in its log.
+func TestApplyFailureKeepsLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	s, err := OpenBolt(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.log.segment = 64 << 10 // many segments, for release to be tempted
+	// bbolt gets a version of a0 the committer does not know: applying a0's
+	// first append then fails, as a disk error would.
+	release, done := holdApplier(t, s, func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketHeads).Put([]byte("a0"), encodeHead(9, time.Unix(9, 0), ownerKey(Owner{Principal: "p"})))
+	})
+	acked := map[a2a.TaskID]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < 6000; i += 16 {
+				sn := walSnap(a2a.TaskID(fmt.Sprintf("a%d", i)), 1, "")
+				if err := s.Append(t.Context(), sn, []a2a.Event{sn.Task}); err == nil {
+					mu.Lock()
+					acked[sn.Task.ID] = true
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(release)
+	done.Wait()
+	if _, err := s.Events(t.Context(), Owner{Principal: "p"}, "a5999", 0); err == nil {
+		t.Fatal("a read that needs an append bbolt could not apply succeeded")
+	}
+	sn := walSnap("late", 1, "")
+	if err := s.Append(t.Context(), sn, []a2a.Event{sn.Task}); err == nil {
+		t.Fatal("an append after the store broke succeeded")
+	}
+	if err := s.Close(); err == nil {
+		t.Fatal("Close of a broken store reported nothing")
+	}
+	recs, _, _, err := readWAL(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged := map[a2a.TaskID]bool{}
+	for _, r := range recs {
+		logged[r.id] = true
+	}
+	for id := range acked {
+		if !logged[id] {
+			t.Fatalf("acknowledged %s is gone from the log (%d of %d acknowledged appends logged)", id, len(logged), len(acked))
+		}
+	}
+	if len(acked) < 4096 {
+		t.Fatalf("only %d appends acknowledged before the store broke: the test did not span batches", len(acked))
+	}
+}
+
+// TestLogUnderPatternPath: a store whose path holds glob characters finds
+// its log.
+func TestLogUnderPatternPath(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "x[1]*?")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "tasks.db")
+	s, err := OpenBolt(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := walSnap("t1", 1, "")
+	if err := s.Append(t.Context(), first, []a2a.Event{first.Task}); err != nil {
+		t.Fatal(err)
+	}
+	img := filepath.Join(dir, "crash.db")
+	for _, n := range []string{"", ".wal-0000000000000001"} {
+		b, err := os.ReadFile(path + n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(img+n, b, 0o600)
+	}
+	s.Close()
+	s2, err := OpenBolt(img, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if _, err := s2.Get(t.Context(), Owner{Principal: "p"}, "t1"); err != nil {
+		t.Fatalf("the logged append after reopen: %v", err)
+	}
+}
+
+// TestAppendOverKeyLimit: an append bbolt could not store is refused before
+// it is logged, and the store goes on.
+func TestAppendOverKeyLimit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	s, err := OpenBolt(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := walSnap("t1", 1, "")
+	huge.Owner.Tenant = strings.Repeat("x", bolt.MaxKeySize)
+	if err := s.Append(t.Context(), huge, []a2a.Event{huge.Task}); err == nil || !strings.Contains(err.Error(), "key") {
+		t.Fatalf("append with a %d-byte tenant: %v", len(huge.Owner.Tenant), err)
+	}
+	ok := walSnap("t2", 1, "")
+	if err := s.Append(t.Context(), ok, []a2a.Event{ok.Task}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Events(t.Context(), ok.Owner, "t2", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenBolt(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+}
