@@ -445,7 +445,7 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (_ *run
 				return nil, nil, rh, err
 			}
 		} else {
-			msg.TaskID = a2a.NewTaskID()
+			msg.TaskID = newTaskID()
 		}
 		if msg.ContextID == "" {
 			msg.ContextID = a2a.NewContextID()
@@ -590,6 +590,14 @@ func (e *Engine) follow(ctx context.Context, h *hub, r *run, owner Owner, after 
 			return
 		}
 	}
+}
+
+// newTaskID returns a time-ordered UUID (version 7): the bbolt store's
+// buckets keyed by task id then take new tasks at their end, where one page
+// holds many, instead of one random page each (a version 4 UUID), which
+// made its commits write several pages per task.
+func newTaskID() a2a.TaskID {
+	return a2a.TaskID(uuid.Must(uuid.NewV7()).String()) // panics as a2a.NewTaskID does, without randomness
 }
 
 type beforeWaitKey struct{}
