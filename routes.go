@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -357,11 +358,18 @@ func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 		}
 		ctx, _ := a2asrv.NewCallContext(r.Context(), a2asrv.NewServiceParams(r.Header))
 		id, _ := json.Marshal(env.ID) // a string or a number
+		bp := answerBufs.Get().(*[]byte)
+		defer answerBufs.Put(bp)
+		keep := func(buf []byte) { // for the next request's answer, unless outsized
+			if cap(buf) <= maxKeptAnswer {
+				*bp = buf[:0]
+			}
+		}
 		if env.Method == "GetTask" {
 			t, err := h.GetTask(ctx, &get)
 			var buf []byte
 			if err == nil {
-				buf = append(append(make([]byte, 0, 2048), `{"jsonrpc":"2.0","id":`...), id...)
+				buf = append(append((*bp)[:0], `{"jsonrpc":"2.0","id":`...), id...)
 				if buf, err = tasks.AppendTask(append(buf, `,"result":`...), t); err != nil {
 					buf, err = nil, nil // a2a-go's encoding/json answers t, or says why it cannot
 				}
@@ -372,7 +380,9 @@ func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(append(buf, "}\n"...)) // a client that left has nothing to be told
+			buf = append(buf, "}\n"...)
+			_, _ = w.Write(buf) // a client that left has nothing to be told
+			keep(buf)
 			return
 		}
 		if env.Method == "SendMessage" {
@@ -382,17 +392,20 @@ func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), replayKey{}, sendReplay{err})))
 				return
 			}
-			buf := append(append(make([]byte, 0, 2048), `{"jsonrpc":"2.0","id":`...), id...)
+			buf := append(append((*bp)[:0], `{"jsonrpc":"2.0","id":`...), id...)
 			buf = appendStreamAnswer(append(buf, ','), res, nil)
 			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(append(buf, "}\n"...)) // a client that left has nothing to be told
+			buf = append(buf, "}\n"...)
+			_, _ = w.Write(buf) // a client that left has nothing to be told
+			keep(buf)
 			return
 		}
 		var (
 			started  bool
 			firstErr error
-			buf      []byte
+			buf      = (*bp)[:0]
 		)
+		defer func() { keep(buf) }()
 		// Events are flushed when the engine is about to wait for more,
 		// and the last goes out with the end of the response: the events of
 		// one write leave in one network write.
@@ -414,7 +427,6 @@ func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 				hdr.Set("Connection", "keep-alive")
 				hdr.Set("X-Accel-Buffering", "no")
 				w.WriteHeader(http.StatusOK)
-				buf = make([]byte, 0, 2048)
 			}
 			buf = append(append(buf[:0], "id: "...), uuid.NewString()...)
 			buf = append(append(append(buf, "\ndata: {\"jsonrpc\":\"2.0\",\"id\":"...), id...), ',')
@@ -439,6 +451,13 @@ func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), replayKey{}, iter.Seq2[a2a.Event, error](replay))))
 	})
 }
+
+// answerBufs holds the buffers the fast path writes answers in: a fresh
+// 2 KiB one per request was the transport's largest allocation.
+var answerBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxKeptAnswer bounds the buffers answerBufs keeps.
+const maxKeptAnswer = 64 << 10
 
 // plainID reports whether a JSON-RPC id is one a2a-go's handler takes and
 // answers with the same JSON: a string or a number.
