@@ -168,6 +168,9 @@ func TestApplyFailureKeepsLog(t *testing.T) {
 	if err := s.Append(t.Context(), sn, []a2a.Event{sn.Task}); err == nil {
 		t.Fatal("an append after the store broke succeeded")
 	}
+	if err := s.Ping(t.Context()); err == nil {
+		t.Fatal("a broken store answers its readiness check")
+	}
 	if err := s.Close(); err == nil {
 		t.Fatal("Close of a broken store reported nothing")
 	}

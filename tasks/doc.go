@@ -16,8 +16,9 @@
 // # Stores
 //
 // [Store] is one interface for tasks, their event logs and their push
-// configs. [BoltStore] keeps them in a bbolt file and shares fsyncs between
-// concurrent writers (group commit). Every read is checked against the
+// configs. [BoltStore] keeps them in a bbolt file with a write-ahead log in
+// front (wal.go): concurrent writers share one fsync of the log (group
+// commit), and bbolt takes their writes up in the background. Every read is checked against the
 // task's [Owner]: another caller's task reads as [ErrNotFound]. [RedisStore]
 // keeps them in Redis (a Stream per task's log, one Lua script per append).
 //
