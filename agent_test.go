@@ -65,7 +65,22 @@ func startAgent(t *testing.T, c *Config) string {
 
 func postJSONRPC(t *testing.T, url, version, body string) (*http.Response, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", url+pathJSONRPC, strings.NewReader(body))
+	resp := openJSONRPC(t, t.Context(), url, version, body)
+	defer resp.Body.Close()
+	var out map[string]any
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("response is not JSON: %q", b)
+	}
+	return resp, out
+}
+
+// openJSONRPC posts a JSON-RPC request to the agent at url, with the
+// A2A-Version header unless version is empty, and returns the response
+// unread.
+func openJSONRPC(t *testing.T, ctx context.Context, url, version, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "POST", url+pathJSONRPC, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if version != "" {
 		req.Header.Set("A2A-Version", version)
@@ -74,13 +89,7 @@ func postJSONRPC(t *testing.T, url, version, body string) (*http.Response, map[s
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var out map[string]any
-	b, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatalf("response is not JSON: %q", b)
-	}
-	return resp, out
+	return resp
 }
 
 func errorCode(m map[string]any) float64 {

@@ -16,13 +16,7 @@ import (
 // id and data lines of its server-sent events.
 func streamLines(t *testing.T, url, body string) (resp *http.Response, ids, data []string) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", url+pathJSONRPC, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("A2A-Version", "1.0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp = openJSONRPC(t, t.Context(), url, "1.0", body)
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
@@ -210,13 +204,7 @@ func TestStreamJSONRPCFlushesBeforeWaiting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	body := `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"test-resubscribe-message-id-1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`
-	req, _ := http.NewRequestWithContext(ctx, "POST", url+pathJSONRPC, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("A2A-Version", "1.0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := openJSONRPC(t, ctx, url, "1.0", body)
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	var working bool

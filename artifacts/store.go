@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/handoff-a2a/handoff/internal/durable"
 )
 
 // The layout under a Store's directory. Artifacts and raw blobs live in
@@ -212,11 +214,11 @@ func install(f *os.File, final string) error {
 		os.Remove(f.Name())
 		return err
 	}
-	if err := syncDir(shard); err != nil {
+	if err := durable.SyncDir(shard); err != nil {
 		return err
 	}
 	if newShard {
-		return syncDir(filepath.Dir(shard))
+		return durable.SyncDir(filepath.Dir(shard))
 	}
 	return nil
 }
@@ -225,18 +227,6 @@ func install(f *os.File, final string) error {
 func discard(f *os.File) {
 	f.Close()
 	os.Remove(f.Name())
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // ctxReader stops a long PutRaw when its ctx ends, between reads. It lives

@@ -67,10 +67,10 @@ func holdApplier(t *testing.T, s *BoltStore, fn func(*bolt.Tx) error) (release c
 	return release, done
 }
 
-// TestReplaySnapshotOnlyAppend: an append without events keeps the task's
-// version; replay still applies it after one of the same version.
-func TestReplaySnapshotOnlyAppend(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tasks.db")
+// openWithSameVersion opens a store at path holding task t1 at version 1,
+// appended twice: with its first event, then with metadata k=m1 and no event.
+func openWithSameVersion(t *testing.T, path string) *BoltStore {
+	t.Helper()
 	s, err := OpenBolt(path, time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +82,26 @@ func TestReplaySnapshotOnlyAppend(t *testing.T) {
 	if err := s.Append(t.Context(), walSnap("t1", 1, "m1"), nil); err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// wantMetadata fails t unless s reads t1 with metadata k=want.
+func wantMetadata(t *testing.T, s *BoltStore, want, what string) {
+	t.Helper()
+	got, err := s.Get(t.Context(), Owner{Principal: "p"}, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Task.Metadata["k"] != want {
+		t.Fatalf("%s: metadata %v, want k=%s", what, got.Task.Metadata, want)
+	}
+}
+
+// TestReplaySnapshotOnlyAppend: an append without events keeps the task's
+// version; replay still applies it after one of the same version.
+func TestReplaySnapshotOnlyAppend(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	s := openWithSameVersion(t, path)
 	img := crashImage(t, path) // the applier waits applyEvery: both are in the log only
 	s.Close()
 	s2, err := OpenBolt(img, time.Second)
@@ -89,43 +109,21 @@ func TestReplaySnapshotOnlyAppend(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	got, err := s2.Get(t.Context(), Owner{Principal: "p"}, "t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Task.Metadata["k"] != "m1" {
-		t.Fatalf("snapshot-only append lost by replay: metadata %v", got.Task.Metadata)
-	}
+	wantMetadata(t, s2, "m1", "snapshot-only append after replay")
 }
 
 // TestReadsKeepLaterAppendOfSameVersion: applying an append does not make
 // reads forget a later one of the same version still waiting in the queue.
 func TestReadsKeepLaterAppendOfSameVersion(t *testing.T) {
-	s, err := OpenBolt(filepath.Join(t.TempDir(), "tasks.db"), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openWithSameVersion(t, filepath.Join(t.TempDir(), "tasks.db"))
 	defer s.Close()
-	first := walSnap("t1", 1, "")
-	if err := s.Append(t.Context(), first, []a2a.Event{first.Task}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Append(t.Context(), walSnap("t1", 1, "m1"), nil); err != nil {
-		t.Fatal(err)
-	}
-	release, done := holdApplier(t, s, nil) // applying the two above
+	release, done := holdApplier(t, s, nil) // applying the two appends
 	if err := s.Append(t.Context(), walSnap("t1", 1, "m2"), nil); err != nil {
 		t.Fatal(err)
 	}
 	close(release)
 	done.Wait()
-	got, err := s.Get(t.Context(), Owner{Principal: "p"}, "t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Task.Metadata["k"] != "m2" {
-		t.Fatalf("read after the acknowledged m2: metadata %v", got.Task.Metadata)
-	}
+	wantMetadata(t, s, "m2", "read after the acknowledged m2")
 }
 
 // TestApplyFailureKeepsLog: when bbolt refuses to apply an append, the

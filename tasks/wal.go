@@ -13,6 +13,8 @@ import (
 	"sync"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/handoff-a2a/handoff/internal/durable"
 )
 
 // The bbolt store's write-ahead log. bbolt commits by writing the changed
@@ -250,7 +252,7 @@ func (w *wal) rotate() error {
 		if spare.err == nil {
 			spare.err = os.Rename(spare.f.Name(), path)
 			if spare.err == nil {
-				spare.err = syncDir(filepath.Dir(path))
+				spare.err = durable.SyncDir(filepath.Dir(path))
 			}
 		}
 		if spare.err != nil {
@@ -325,7 +327,7 @@ func zeroFill(f *os.File, n int64) error {
 	if err := syncData(f); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(f.Name()))
+	return durable.SyncDir(filepath.Dir(f.Name()))
 }
 
 // release deletes the closed segments whose records are all in bbolt, which
@@ -457,17 +459,4 @@ func cmpUint(a, b uint64) int {
 		return 1
 	}
 	return 0
-}
-
-// syncDir makes a new directory entry in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
