@@ -16,7 +16,7 @@ import (
 	"github.com/handoff-a2a/handoff/internal/bench"
 )
 
-const benchSynopsis = "[--duration D] [--concurrency 1,16,64] [--scenarios send,stream,get,grpc] [--json] [--no-targets] [--cpuprofile FILE] [--memprofile FILE]"
+const benchSynopsis = "[--duration D] [--rounds N] [--concurrency 1,16,64] [--scenarios send,stream,get,grpc] [--json] [--no-targets] [--cpuprofile FILE] [--memprofile FILE]"
 
 // runBench measures Handoff against a2a-go's own server and a fixed-answer
 // HTTP handler, all in this process, and checks the goals of
@@ -24,6 +24,7 @@ const benchSynopsis = "[--duration D] [--concurrency 1,16,64] [--scenarios send,
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", benchSynopsis, stdout)
 	duration := fs.Duration("duration", bench.DefaultDuration, "measured `time` of each cell (one scenario, concurrency and target)")
+	rounds := fs.Int("rounds", 4, "`turns` each target takes in a cell, the three in turn, each measured for duration/rounds")
 	concurrency := fs.String("concurrency", "1,16,64", "comma-separated `counts` of concurrent requests")
 	scenarios := fs.String("scenarios", "send,stream,get,grpc", "comma-separated `names` of the scenarios to run")
 	asJSON := fs.Bool("json", false, "print one JSON document instead of the tables")
@@ -40,7 +41,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *duration <= 0 {
 		return usagef("bench: --duration must be positive")
 	}
-	opts := bench.Options{Duration: *duration, Progress: stderr}
+	if *rounds < 1 {
+		return usagef("bench: --rounds must be at least 1")
+	}
+	opts := bench.Options{Duration: *duration, Rounds: *rounds, Progress: stderr}
 	for _, s := range strings.Split(*concurrency, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || c < 1 {

@@ -17,7 +17,7 @@ import (
 
 func TestBenchJSON(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	err := runBench(t.Context(), []string{"--duration", "50ms", "--concurrency", "2", "--scenarios", "get", "--json", "--no-targets"}, &stdout, &stderr)
+	err := runBench(t.Context(), []string{"--duration", "50ms", "--rounds", "2", "--concurrency", "2", "--scenarios", "get", "--json", "--no-targets"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("bench error = %v\nstderr:\n%s", err, stderr.String())
 	}
@@ -25,8 +25,8 @@ func TestBenchJSON(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		t.Fatalf("bench --json printed no JSON document: %v\n%s", err, stdout.String())
 	}
-	if len(r.Results) != 3 {
-		t.Fatalf("bench --json gave %d results, want one per target (3)", len(r.Results))
+	if len(r.Results) != 3 || r.Rounds != 2 {
+		t.Fatalf("bench --json gave %d results in %d rounds, want one per target (3) in 2", len(r.Results), r.Rounds)
 	}
 	for _, res := range r.Results {
 		if res.Scenario != bench.Get || res.Concurrency != 2 || res.Requests == 0 || res.Errors != 0 {
@@ -44,6 +44,7 @@ func TestBenchUsage(t *testing.T) {
 		{"--concurrency", "1,x"},
 		{"--scenarios", "send,rest"},
 		{"--duration", "-1s"},
+		{"--rounds", "0"},
 		{"extra"},
 	} {
 		err := runBench(t.Context(), args, new(bytes.Buffer), new(bytes.Buffer))

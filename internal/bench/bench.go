@@ -64,6 +64,11 @@ type Options struct {
 	// open connections and grow pools; it is not counted. Default a quarter
 	// of Duration, at most 250ms.
 	Warmup time.Duration
+	// Rounds is how many turns each target takes in a cell, each measured
+	// for Duration/Rounds, the three in turn: a drift of the machine's speed
+	// during the cell (other work on it, the disk) then touches the three
+	// alike. Default 4.
+	Rounds int
 	// Concurrency lists the numbers of concurrent requests. Default 1, 16, 64.
 	Concurrency []int
 	// Scenarios lists what to measure. Default all of [Scenarios].
@@ -80,6 +85,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Warmup == 0 {
 		o.Warmup = min(o.Duration/4, 250*time.Millisecond)
 	}
+	if o.Rounds == 0 {
+		o.Rounds = 4
+	}
 	if len(o.Concurrency) == 0 {
 		o.Concurrency = []int{1, 16, 64}
 	}
@@ -91,6 +99,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Duration < 0 || o.Warmup < 0 {
 		return o, errors.New("bench: durations must be positive")
+	}
+	if o.Rounds < 1 {
+		return o, fmt.Errorf("bench: %d rounds; at least 1", o.Rounds)
 	}
 	for _, c := range o.Concurrency {
 		if c < 1 {
@@ -168,20 +179,21 @@ func Run(ctx context.Context, opts Options) (_ *Report, err error) {
 		Config:       source,
 		Duration:     opts.Duration,
 		Warmup:       opts.Warmup,
+		Rounds:       opts.Rounds,
 		PeakRSSReset: true,
 	}
 	total := len(opts.Scenarios) * len(opts.Concurrency) * 3
 	for _, sc := range opts.Scenarios {
 		for _, c := range opts.Concurrency {
-			for _, t := range []*target{limit, sdk, handoffT} {
-				res, reset := g.measure(ctx, sc, t, c, opts)
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				r.PeakRSSReset = r.PeakRSSReset && reset
+			results, reset := g.measure(ctx, sc, c, []*target{limit, sdk, handoffT}, opts)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			r.PeakRSSReset = r.PeakRSSReset && reset
+			for _, res := range results {
 				r.Results = append(r.Results, res)
 				fmt.Fprintf(opts.Progress, "bench: [%2d/%d] %-6s c=%-3d %-7s %9.0f req/s  p99 %-8s errors %d  (elapsed %s)\n",
-					len(r.Results), total, sc, c, t.name, res.RequestsPerSecond, fmtDuration(res.P99), res.Errors,
+					len(r.Results), total, sc, c, res.Target, res.RequestsPerSecond, fmtDuration(res.P99), res.Errors,
 					time.Since(r.Started).Round(100*time.Millisecond))
 			}
 		}
@@ -196,37 +208,67 @@ func labelled(ctx context.Context, name string, f func(context.Context)) {
 	pprof.Do(ctx, pprof.Labels("target", name), f)
 }
 
-// measure warms t up with sc at concurrency c, then measures one cell.
-// reset is false when the process's peak RSS could not be reset first.
-func (g *generator) measure(ctx context.Context, sc Scenario, t *target, c int, opts Options) (_ Result, reset bool) {
-	newCaller := g.callers(sc, t)
-	drive(ctx, c, opts.Warmup, newCaller)
-	// The previous cells' garbage is collected and its memory handed back,
-	// so that this cell's peak RSS is its own.
-	runtime.GC()
-	debug.FreeOSMemory()
-	reset = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
-	var l load
-	labelled(ctx, "generator", func(ctx context.Context) { l = drive(ctx, c, opts.Duration, newCaller) })
-	res := Result{
-		Scenario:          sc,
-		Target:            t.name,
-		Concurrency:       c,
-		Requests:          l.ok,
-		Errors:            l.errors,
-		Seconds:           l.elapsed.Seconds(),
-		RequestsPerSecond: float64(l.ok) / l.elapsed.Seconds(),
-		P50:               percentile(l.latencies, 50),
-		P99:               percentile(l.latencies, 99),
-		PeakRSS:           peakRSS(),
+// measure measures one cell: scenario sc at concurrency c on each of
+// targets, in opts.Rounds rounds in which the targets take turns, each turn
+// Duration/Rounds long. Each target is warmed up before its first turn.
+// reset is false when the process's peak RSS could not be reset.
+func (g *generator) measure(ctx context.Context, sc Scenario, c int, targets []*target, opts Options) (_ []Result, reset bool) {
+	type tally struct {
+		newCaller func() caller
+		l         load
+		peak      int64
 	}
-	if n := l.ok + l.errors; n > 0 {
-		res.AllocsPerRequest = float64(l.mallocs) / float64(n)
+	tallies := make([]tally, len(targets))
+	for i, t := range targets {
+		tallies[i].newCaller = g.callers(sc, t)
 	}
-	if l.firstError != nil {
-		res.FirstError = l.firstError.Error()
+	turn := opts.Duration / time.Duration(opts.Rounds)
+	reset = true
+	for round := range opts.Rounds {
+		for i := range targets {
+			tl := &tallies[i]
+			if round == 0 {
+				drive(ctx, c, opts.Warmup, tl.newCaller)
+			}
+			// The previous turns' garbage is collected and its memory handed
+			// back, so that this turn's peak RSS is its own.
+			runtime.GC()
+			debug.FreeOSMemory()
+			reset = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil && reset
+			var l load
+			labelled(ctx, "generator", func(ctx context.Context) { l = drive(ctx, c, turn, tl.newCaller) })
+			tl.l.add(l)
+			tl.peak = max(tl.peak, peakRSS())
+			if ctx.Err() != nil {
+				return nil, reset
+			}
+		}
 	}
-	return res, reset
+	results := make([]Result, len(targets))
+	for i, t := range targets {
+		l := tallies[i].l
+		slices.Sort(l.latencies)
+		res := Result{
+			Scenario:          sc,
+			Target:            t.name,
+			Concurrency:       c,
+			Requests:          l.ok,
+			Errors:            l.errors,
+			Seconds:           l.elapsed.Seconds(),
+			RequestsPerSecond: float64(l.ok) / l.elapsed.Seconds(),
+			P50:               percentile(l.latencies, 50),
+			P99:               percentile(l.latencies, 99),
+			PeakRSS:           tallies[i].peak,
+		}
+		if n := l.ok + l.errors; n > 0 {
+			res.AllocsPerRequest = float64(l.mallocs) / float64(n)
+		}
+		if l.firstError != nil {
+			res.FirstError = l.firstError.Error()
+		}
+		results[i] = res
+	}
+	return results, reset
 }
 
 // peakRSS returns the process's resident high-water mark (VmHWM) in bytes,

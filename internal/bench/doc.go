@@ -20,7 +20,9 @@
 // and memory figures are process-wide: the allocations per request of a
 // target are reported net of the limit's (generator plus a trivial handler)
 // in the same cell, and peak RSS is the process's high-water mark during
-// the cell, reset before it.
+// the target's turns in the cell, reset before each turn. Within a cell the
+// targets take turns, several rounds of them, so that a drift of the
+// machine's speed touches the three alike.
 //
 // [Goals] are the figures Handoff is expected to reach; [Report.Missed]
 // lists those it did not.

@@ -189,8 +189,20 @@ type load struct {
 	ok, errors int64
 	firstError error
 	elapsed    time.Duration
-	latencies  []time.Duration // of the requests answered correctly, sorted
+	latencies  []time.Duration // of the requests answered correctly, sorted by drive
 	mallocs    uint64          // heap allocations of the whole process
+}
+
+// add counts o's requests in l; l's latencies are no longer sorted.
+func (l *load) add(o load) {
+	l.ok += o.ok
+	l.errors += o.errors
+	if l.firstError == nil {
+		l.firstError = o.firstError
+	}
+	l.elapsed += o.elapsed
+	l.latencies = append(l.latencies, o.latencies...)
+	l.mallocs += o.mallocs
 }
 
 // drive runs concurrency workers, each making requests one after another

@@ -31,8 +31,8 @@ type Result struct {
 	// same cell, which are the generator's (plus a trivial handler's): the
 	// target's own share. Not set on the limit's results.
 	TargetAllocsPerRequest float64 `json:"target_allocs_per_request,omitempty"`
-	// PeakRSS is the process's resident high-water mark during the cell, in
-	// bytes; see [Report.PeakRSSReset].
+	// PeakRSS is the process's resident high-water mark during the target's
+	// turns in the cell, in bytes; see [Report.PeakRSSReset].
 	PeakRSS int64 `json:"peak_rss_bytes"`
 	// VsSDK and VsLimit are Handoff's throughput over the SDK's and over the
 	// limit's in the same cell; set on Handoff's results only.
@@ -51,7 +51,9 @@ type Report struct {
 	Config   string        `json:"handoff_config"`
 	Duration time.Duration `json:"duration_per_cell_ns"`
 	Warmup   time.Duration `json:"warmup_per_cell_ns"`
-	// PeakRSSReset is whether the peak RSS was reset before each cell. If
+	// Rounds is how many turns each target took in each cell.
+	Rounds int `json:"rounds_per_cell"`
+	// PeakRSSReset is whether the peak RSS was reset before each turn. If
 	// not, each cell's peak is the process's since it started.
 	PeakRSSReset bool      `json:"peak_rss_reset_per_cell"`
 	Results      []Result  `json:"results"`
@@ -212,8 +214,8 @@ func (v Verdict) String() string {
 // goals, and what the memory columns mean.
 func (r *Report) WriteTable(w io.Writer) error {
 	ew := &errWriter{w: w}
-	fmt.Fprintf(ew, "handoff bench: %s %s, %d CPUs, %s per cell after %s of warm-up; Handoff's config: %s\n",
-		r.GoVersion, r.Platform, r.CPUs, r.Duration, r.Warmup, r.Config)
+	fmt.Fprintf(ew, "handoff bench: %s %s, %d CPUs, %s per cell in %d turns per target after %s of warm-up; Handoff's config: %s\n",
+		r.GoVersion, r.Platform, r.CPUs, r.Duration, r.Rounds, r.Warmup, r.Config)
 	var scenarios []Scenario
 	for _, res := range r.Results {
 		if len(scenarios) == 0 || scenarios[len(scenarios)-1] != res.Scenario {
@@ -256,14 +258,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, v := range r.Verdicts {
 		fmt.Fprintf(ew, "  %-12s %s\n", v.Status, v)
 	}
-	peak := "reset before each cell"
+	peak := "reset before each turn"
 	if !r.PeakRSSReset {
 		peak = "NOT reset between cells (no /proc/self/clear_refs): the process's peak so far"
 	}
 	fmt.Fprintf(ew, "\nThe load generator and the three targets share one process. allocs/req: the process's heap\n"+
 		"allocations per request minus the limit's in the same cell, i.e. net of the generator's; the limit's\n"+
 		"row shows, in parentheses, that baseline itself. peak RSS: the process's high-water mark during the\n"+
-		"cell, %s, with all three targets resident. ×SDK, ×limit: Handoff's req/s over theirs.\n", peak)
+		"target's turns, %s, with all three targets resident. ×SDK, ×limit: Handoff's req/s over theirs.\n", peak)
 	return ew.err
 }
 
