@@ -22,7 +22,7 @@ import (
 // half a millisecond on this project's disks even for one task, and a
 // blocking SendMessage paid it on its path. An accepted Append is instead
 // durable once its record is in the log — one sequential write and one
-// fsync for every Append of a group — and is applied to bbolt after, in
+// fdatasync for every Append of a group — and is applied to bbolt after, in
 // larger transactions, by the store's applier. Reads wait for the applier to
 // reach every write acknowledged before they started, so no acknowledged
 // write is ever missing from a read.
@@ -38,12 +38,16 @@ import (
 //	  events value, task record.
 //
 // A record's sequence number is one more than the previous one's, across
-// segments. Opening the store replays every record that bbolt does not
-// have yet (a record whose task version bbolt already holds is skipped), in
-// one bbolt transaction that syncs, then deletes the segments. A crash can
-// leave only the last record of the last segment torn, since a segment is
-// closed only after its last write was synced: replay stops there. Anything
-// else that does not decode is corruption, and the store does not open.
+// segments; the rest of a segment is zeros (segments are zero-filled when
+// made). bbolt keeps the sequence number of the last record it applied, in
+// the transaction that applies it. Opening the store replays the records
+// after that number, in bbolt transactions that sync, then deletes the
+// segments. A crash can leave only the last write of the last segment torn,
+// since a segment is closed only after its last write was synced: replay
+// stops there. Anything else that does not decode is corruption, and the
+// store does not open. (A flipped bit inside the last segment reads as a
+// torn write, so the records after it are lost without an error; telling
+// the two apart would take a group marker in the records.)
 //
 // Written by hand: no Go library offers a log of checksummed records
 // shared by many writers with one fsync per group.
