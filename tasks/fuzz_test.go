@@ -104,7 +104,7 @@ func FuzzApply(f *testing.F) {
 // FuzzDecodeWALRecord feeds the store's log reader arbitrary bytes: it must
 // never panic, and a record it accepts must encode back to the same bytes.
 func FuzzDecodeWALRecord(f *testing.F) {
-	good := &walAppend{seq: 7, group: 6, id: "t1", version: 2, events: 1, updated: time.Unix(1, 2).UnixNano(), unfinished: true,
+	good := &walAppend{seq: 7, id: "t1", version: 2, events: 1, updated: time.Unix(1, 2).UnixNano(), unfinished: true,
 		owner: ownerKey(Owner{Principal: "p"}), index: []byte("TASK_STATE_WORKING\x00c"),
 		encoded: []byte{eventBatchV1, 0, 0, 0, 2, '{', '}'}, rec: []byte(`{"task":{}}`)}
 	f.Add(appendWALRecord(nil, good))

@@ -32,8 +32,7 @@ import (
 //
 //	uint32 little-endian length of the payload
 //	uint32 little-endian CRC-32C of the payload
-//	payload: walVersion1, then uvarints seq, group (the seq of the first
-//	  record of the same write), version, events count,
+//	payload: walVersion1, then uvarints seq, version, events count,
 //	  varint updated (Unix nanoseconds), byte unfinished (0 or 1), and five
 //	  uvarint-length-prefixed byte strings: task id, owner key, index value,
 //	  events value, task record.
@@ -45,11 +44,13 @@ import (
 // after that number, in bbolt transactions that sync, then deletes the
 // segments. A crash can leave only the last write of the last segment torn,
 // since a segment is closed only after its last write was synced: replay
-// stops there. Each record names the first record of its write (its
-// group), so damage followed by a record of a later write is told from a
-// torn write: it is corruption, as is anything else that does not decode,
-// and the store does not open. (Damage to a record's length hides what
-// follows it, and reads as a torn write.)
+// stops there. Anything else that does not decode is corruption, and the
+// store does not open. (A flipped bit inside the last segment reads as a
+// torn write, so the records after it are lost without an error. Telling
+// the two apart safely takes more than naming each record's write: a
+// checksum seeded per segment, so that a task's own bytes cannot pass for
+// a record inside a torn one; replay that knows what bbolt already holds;
+// and walking past damaged records by their lengths.)
 //
 // Written by hand: no Go library offers a log of checksummed records
 // shared by many writers with one fsync per group.
@@ -71,7 +72,6 @@ var errWALEnd = errors.New("end of log")
 // transaction writes, ready made.
 type walAppend struct {
 	seq        uint64
-	group      uint64 // the seq of the first record of its write
 	id         a2a.TaskID
 	version    uint64 // the task's version after the append
 	events     uint64 // how many events it appends
@@ -89,7 +89,6 @@ func appendWALRecord(b []byte, a *walAppend) []byte {
 	b = append(b, make([]byte, walHeaderSize)...)
 	b = append(b, walVersion1)
 	b = binary.AppendUvarint(b, a.seq)
-	b = binary.AppendUvarint(b, a.group)
 	b = binary.AppendUvarint(b, a.version)
 	b = binary.AppendUvarint(b, a.events)
 	b = binary.AppendVarint(b, a.updated)
@@ -138,7 +137,7 @@ func decodeWALPayload(p []byte) (*walAppend, error) {
 	}
 	p = p[1:]
 	a := &walAppend{}
-	for _, u := range []*uint64{&a.seq, &a.group, &a.version, &a.events} {
+	for _, u := range []*uint64{&a.seq, &a.version, &a.events} {
 		v, n := binary.Uvarint(p)
 		if n <= 0 {
 			return nil, errors.New("bad number")
@@ -170,8 +169,6 @@ func decodeWALPayload(p []byte) (*walAppend, error) {
 		return nil, errors.New("no task id")
 	case a.seq == 0:
 		return nil, errors.New("sequence number 0")
-	case a.group == 0 || a.group > a.seq:
-		return nil, errors.New("group after its record")
 	case a.events > a.version:
 		return nil, errors.New("more events than the version")
 	case (a.events == 0) != (len(a.encoded) == 0):
@@ -227,9 +224,8 @@ func (w *wal) append(recs []*walAppend) error {
 		}
 	}
 	w.buf = w.buf[:0]
-	first := w.next
 	for _, a := range recs {
-		a.seq, a.group = w.next, first
+		a.seq = w.next
 		w.next++
 		w.buf = appendWALRecord(w.buf, a)
 	}
@@ -433,12 +429,11 @@ func readWAL(base string) (recs []*walAppend, paths []string, next uint64, err e
 			if errors.Is(err, errWALEnd) {
 				// Zeros are the segment's unused end. Anything else can only
 				// be a torn last write, never acknowledged, at the end of the
-				// last segment: no write after it can have been made.
-				if allZero(data[off:]) || i == len(segs)-1 && !laterWrite(data[off:], next) {
+				// last segment.
+				if i == len(segs)-1 || allZero(data[off:]) {
 					break
 				}
-				return nil, nil, 0, fmt.Errorf("%w: log segment %s: damaged record at offset %d, with acknowledged writes after it; "+
-					"to open the store without what follows it, move this segment and any later ones away", ErrCorrupt, s.path, off)
+				return nil, nil, 0, fmt.Errorf("%w: log segment %s: damaged record at offset %d", ErrCorrupt, s.path, off)
 			}
 			if err != nil {
 				return nil, nil, 0, fmt.Errorf("log segment %s, offset %d: %w", s.path, off, err)
@@ -452,32 +447,6 @@ func readWAL(base string) (recs []*walAppend, paths []string, next uint64, err e
 		}
 	}
 	return recs, paths, next, nil
-}
-
-// laterWrite reports whether b, which starts with a damaged record whose
-// sequence number is seq, holds a whole record of a later write after it:
-// then that record's write came after the damaged one's was synced, so the
-// damage is not a torn write. A damaged length hides what follows; that
-// reads as a torn write.
-func laterWrite(b []byte, seq uint64) bool {
-	if len(b) < walHeaderSize {
-		return false
-	}
-	n := uint64(binary.LittleEndian.Uint32(b))
-	if n == 0 || n > uint64(len(b)-walHeaderSize) {
-		return false
-	}
-	for off := walHeaderSize + int(n); off < len(b); {
-		a, m, err := decodeWALRecord(b[off:])
-		if err != nil {
-			return false
-		}
-		if a.group > seq {
-			return true
-		}
-		off += m
-	}
-	return false
 }
 
 func allZero(b []byte) bool {
