@@ -58,15 +58,7 @@ skills: [{id: notes-stats, name: Stats, executor: mcp, tool: notes__stats}]
 // key, reaches the task the peer already has, and commits it: the peer
 // holds one task.
 func TestResumeBeforeThePeerAnswered(t *testing.T) {
-	bin := buildMCPServer(t)
-	common := fmt.Sprintf(`auth: {anonymous: true}
-log: {level: error}
-limits: {shutdown_grace: 1s}
-mcp_servers: [{name: notes, command: %q}]
-tool_contracts: [{tool: notes__stats, effect: read, risk: low, approval: none}]
-`, bin)
-	peer := startFromYAML(t, "peer.yaml", "name: Peer\ndescription: counts notes\n"+common+
-		"skills: [{id: notes-stats, name: Stats, executor: mcp, tool: notes__stats}]\n")
+	common, peer := startNotesPeer(t)
 
 	// What the dead agent had sent: the peer's task exists under the key.
 	local := a2a.NewTaskID()

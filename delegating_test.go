@@ -35,6 +35,22 @@ verifiers:
 	return path
 }
 
+// startNotesPeer starts the peer the delegation tests delegate to: an agent
+// whose skill is the example MCP server's notes__stats tool. common is the
+// config both it and its callers share (anonymous, the MCP server, its
+// contract).
+func startNotesPeer(t *testing.T) (common, peerURL string) {
+	t.Helper()
+	common = fmt.Sprintf(`auth: {anonymous: true}
+log: {level: error}
+limits: {shutdown_grace: 1s}
+mcp_servers: [{name: notes, command: %q}]
+tool_contracts: [{tool: notes__stats, effect: read, risk: low, approval: none}]
+`, buildMCPServer(t))
+	return common, startFromYAML(t, "peer.yaml", "name: Peer\ndescription: counts notes\n"+common+
+		"skills: [{id: notes-stats, name: Stats, executor: mcp, tool: notes__stats}]\n")
+}
+
 func startFromYAML(t *testing.T, name, yaml string) string {
 	t.Helper()
 	c, err := ParseConfig(name, strings.NewReader(yaml))
@@ -64,15 +80,7 @@ func frontDir(t *testing.T, url string) string {
 // commits; one its own verifier contradicts is rejected; one without the
 // evidence its contract requires stays unknown.
 func TestDelegationThroughTheGate(t *testing.T) {
-	bin := buildMCPServer(t)
-	common := fmt.Sprintf(`auth: {anonymous: true}
-log: {level: error}
-limits: {shutdown_grace: 1s}
-mcp_servers: [{name: notes, command: %q}]
-tool_contracts: [{tool: notes__stats, effect: read, risk: low, approval: none}]
-`, bin)
-	peer := startFromYAML(t, "peer.yaml", "name: Peer\ndescription: counts notes\n"+common+
-		"skills: [{id: notes-stats, name: Stats, executor: mcp, tool: notes__stats}]\n")
+	common, peer := startNotesPeer(t)
 	dir := t.TempDir()
 	front := startFromYAML(t, "front.yaml", "name: Front\ndescription: delegates\n"+common+fmt.Sprintf(`peers: [{name: peer, url: %q, trust: {jku_prefixes: [%q]}}]
 skills:

@@ -24,15 +24,7 @@ import (
 // reads, B lists it, its evidence is in the artifacts_dir they share, and
 // neither replica writes ledger.db, audit.db or artifacts in its data_dir.
 func TestLedgerAndAuditOnRedis(t *testing.T) {
-	bin := buildMCPServer(t)
-	common := fmt.Sprintf(`auth: {anonymous: true}
-log: {level: error}
-limits: {shutdown_grace: 1s}
-mcp_servers: [{name: notes, command: %q}]
-tool_contracts: [{tool: notes__stats, effect: read, risk: low, approval: none}]
-`, bin)
-	peer := startFromYAML(t, "peer.yaml", "name: Peer\ndescription: counts notes\n"+common+
-		"skills: [{id: notes-stats, name: Stats, executor: mcp, tool: notes__stats}]\n")
+	common, peer := startNotesPeer(t)
 	ns := redistest.Namespace(t, "handoff-test-")
 	// The replicas share an artifacts_dir.
 	shared := t.TempDir()
