@@ -32,7 +32,15 @@ func testConfig(t testing.TB) *Config {
 // startAgent serves a real agent on a loopback port until the test ends.
 func startAgent(t *testing.T, c *Config) string {
 	t.Helper()
-	a, err := New(t.Context(), c)
+	_, url := serveAgent(t, c)
+	return url
+}
+
+// serveAgent serves a real agent made with opts on a loopback port until the
+// test ends, and returns it with its URL.
+func serveAgent(t *testing.T, c *Config, opts ...Option) (*Agent, string) {
+	t.Helper()
+	a, err := New(t.Context(), c, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +68,7 @@ func startAgent(t *testing.T, c *Config) string {
 	}
 	stops.byURL[url] = shutdown
 	stops.mu.Unlock()
-	return url
+	return a, url
 }
 
 func postJSONRPC(t *testing.T, url, version, body string) (*http.Response, map[string]any) {

@@ -2,10 +2,8 @@ package handoff
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -29,27 +27,11 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// serveTools serves an agent for the config and returns it with its URL.
+// serveTools serves an agent for the config, logging to logs, and returns
+// it with its URL.
 func serveTools(t *testing.T, c *Config, logs *syncBuffer) (*Agent, string) {
 	t.Helper()
-	a, err := New(t.Context(), c, WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return a, "http://" + ln.Addr().String()
+	return serveAgent(t, c, WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 }
 
 // TestReloadTools: Reload applies new contracts and servers to the next

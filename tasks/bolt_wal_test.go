@@ -67,9 +67,8 @@ func holdApplier(t *testing.T, s *BoltStore, fn func(*bolt.Tx) error) (release c
 	return release, done
 }
 
-// openWithSameVersion opens a store at path holding task t1 at version 1,
-// appended twice: with its first event, then with metadata k=m1 and no event.
-func openWithSameVersion(t *testing.T, path string) *BoltStore {
+// openWithTask opens a store at path holding task t1 at version 1.
+func openWithTask(t *testing.T, path string) *BoltStore {
 	t.Helper()
 	s, err := OpenBolt(path, time.Second)
 	if err != nil {
@@ -79,6 +78,14 @@ func openWithSameVersion(t *testing.T, path string) *BoltStore {
 	if err := s.Append(t.Context(), first, []a2a.Event{first.Task}); err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// openWithSameVersion opens a store at path holding task t1 at version 1,
+// appended twice: with its first event, then with metadata k=m1 and no event.
+func openWithSameVersion(t *testing.T, path string) *BoltStore {
+	t.Helper()
+	s := openWithTask(t, path)
 	if err := s.Append(t.Context(), walSnap("t1", 1, "m1"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -198,14 +205,7 @@ func TestLogUnderPatternPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "tasks.db")
-	s, err := OpenBolt(path, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := walSnap("t1", 1, "")
-	if err := s.Append(t.Context(), first, []a2a.Event{first.Task}); err != nil {
-		t.Fatal(err)
-	}
+	s := openWithTask(t, path)
 	img := filepath.Join(dir, "crash.db")
 	for _, n := range []string{"", ".wal-0000000000000001"} {
 		b, err := os.ReadFile(path + n)
