@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -150,6 +151,7 @@ func (g *generator) measureReplicas(ctx context.Context, store string, n int, op
 	}
 	drive(ctx, opts.Concurrency, min(opts.Duration/4, 250*time.Millisecond), newCaller)
 	l := drive(ctx, opts.Concurrency, opts.Duration, newCaller)
+	slices.Sort(l.latencies)
 	res := ReplicaResult{Store: store, Replicas: n, Result: Result{
 		Scenario: Send, Target: TargetHandoff, Concurrency: opts.Concurrency,
 		Requests: l.ok, Errors: l.errors, Seconds: l.elapsed.Seconds(),
