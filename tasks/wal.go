@@ -195,6 +195,7 @@ type wal struct {
 	size    int64
 	next    uint64 // the sequence number of the next record
 	buf     []byte
+	syncer  *dataSyncer // made at the first append
 
 	spare chan walSpare // the next segment, once filled; nil when none is being filled
 
@@ -210,7 +211,8 @@ func segmentPath(base string, first uint64) string {
 }
 
 // append gives recs the next sequence numbers and makes them durable: one
-// write and one fsync.
+// write and one fdatasync, through the syncer (see dataSyncer: on Linux the
+// committer waits for it without holding a scheduler P).
 func (w *wal) append(recs []*walAppend) error {
 	if len(recs) == 0 {
 		return nil
@@ -232,7 +234,10 @@ func (w *wal) append(recs []*walAppend) error {
 	if _, err := w.f.WriteAt(w.buf, w.size); err != nil {
 		return fmt.Errorf("write log %s: %w", w.f.Name(), err)
 	}
-	if err := syncData(w.f); err != nil {
+	if w.syncer == nil {
+		w.syncer = newDataSyncer()
+	}
+	if err := w.syncer.sync(w.f); err != nil {
 		return fmt.Errorf("sync log %s: %w", w.f.Name(), err)
 	}
 	w.size += int64(len(w.buf))
@@ -359,6 +364,9 @@ func (w *wal) release(applied uint64) error {
 // close closes the open segment and deletes the spare and, with remove (the
 // caller has applied every record), every segment.
 func (w *wal) close(remove bool) error {
+	if w.syncer != nil {
+		w.syncer.close()
+	}
 	var errs []error
 	if w.spare != nil {
 		if spare := <-w.spare; spare.f != nil {

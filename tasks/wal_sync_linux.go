@@ -1,7 +1,12 @@
 package tasks
 
 import (
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"os"
+	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,4 +27,189 @@ func syncData(f *os.File) error {
 		return err
 	}
 	return serr
+}
+
+// A dataSyncer makes a log segment's written bytes durable, as syncData does,
+// without holding one of the Go scheduler's Ps while the disk works. A
+// goroutine blocked in fdatasync keeps its P until the runtime's monitor
+// takes it back, and then waits for a free one when the call returns: with
+// two Ps and thousands of syncs a second, that idled a large part of the
+// machine (a blocking send measured about 1.5 times faster without it). The
+// syncer instead submits the fdatasync as a Linux AIO request
+// (IOCB_CMD_FDSYNC, which the kernel runs on a worker thread) and waits for
+// its completion on an eventfd through Go's network poller, where a parked
+// goroutine holds nothing.
+//
+// Written by hand: golang.org/x/sys/unix has the system call numbers but no
+// AIO wrappers, and no maintained Go library offers them. Where the kernel
+// refuses AIO (too old for IOCB_CMD_FDSYNC, a file system without it, a
+// sandbox that filters the calls, the system's AIO limit reached), the
+// syncer falls back to a plain fdatasync for good.
+type dataSyncer struct {
+	mu    sync.Mutex // one request at a time: the eventfd counts completions, not whose
+	ctx   uintptr    // the AIO context; 0 once falling back to fdatasync
+	event *os.File   // the eventfd the kernel signals on completion
+}
+
+// iocb is the kernel's struct iocb (include/uapi/linux/aio_abi.h), laid out
+// for a little-endian machine: aio_key comes before aio_rw_flags there.
+type iocb struct {
+	data      uint64
+	key       uint32
+	rwFlags   uint32
+	opcode    uint16
+	reqprio   int16
+	fildes    uint32
+	buf       uint64
+	nbytes    uint64
+	offset    int64
+	reserved2 uint64
+	flags     uint32
+	resfd     uint32
+}
+
+// ioEvent is the kernel's struct io_event.
+type ioEvent struct {
+	data uint64
+	obj  uint64
+	res  int64
+	res2 int64
+}
+
+const (
+	iocbCmdFdsync = 3      // IOCB_CMD_FDSYNC
+	iocbFlagResfd = 1 << 0 // IOCB_FLAG_RESFD: signal resfd on completion
+)
+
+// newDataSyncer sets up an AIO context and its eventfd, or a syncer that
+// uses fdatasync when either is refused.
+func newDataSyncer() *dataSyncer {
+	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 { // iocb is laid out little-endian
+		return &dataSyncer{}
+	}
+	var ctx uintptr
+	if _, _, e := unix.Syscall(unix.SYS_IO_SETUP, 1, uintptr(unsafe.Pointer(&ctx)), 0); e != 0 {
+		return &dataSyncer{}
+	}
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Syscall(unix.SYS_IO_DESTROY, ctx, 0, 0)
+		return &dataSyncer{}
+	}
+	// Non-blocking, so os.NewFile gives it to the network poller.
+	return &dataSyncer{ctx: ctx, event: os.NewFile(uintptr(fd), "task store log eventfd")}
+}
+
+// sync makes what was written to f before the call durable.
+func (s *dataSyncer) sync(f *os.File) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx == 0 {
+		return syncData(f)
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var (
+		submitted bool
+		serr      error
+	)
+	// Control keeps f's descriptor open for the submission; the kernel
+	// holds its own reference to the file until the request completes.
+	if err := rc.Control(func(fd uintptr) {
+		cb := iocb{opcode: iocbCmdFdsync, fildes: uint32(fd), flags: iocbFlagResfd, resfd: uint32(s.event.Fd())}
+		cbs := [1]*iocb{&cb}
+		for {
+			_, _, e := unix.Syscall(unix.SYS_IO_SUBMIT, s.ctx, 1, uintptr(unsafe.Pointer(&cbs[0])))
+			if e == unix.EINTR {
+				continue
+			}
+			if e != 0 {
+				serr = e
+			}
+			break
+		}
+		submitted = serr == nil
+	}); err != nil {
+		return err
+	}
+	if !submitted {
+		if errors.Is(serr, unix.EAGAIN) {
+			return syncData(f) // the request queue is full for now
+		}
+		// EINVAL and the like: this kernel or file system cannot.
+		s.fallBack()
+		return syncData(f)
+	}
+	res, err := s.wait()
+	if err != nil {
+		// The request's fate is unknown: it may still be running. Nothing
+		// more is submitted to this context, and the store breaks on the
+		// error, which is what a failed fdatasync does too.
+		s.fallBack()
+		return err
+	}
+	if res < 0 {
+		return unix.Errno(-res)
+	}
+	return nil
+}
+
+// wait blocks, in the network poller, until the request completes and
+// returns its result: 0, or a negative errno.
+func (s *dataSyncer) wait() (int64, error) {
+	var count [8]byte
+	for {
+		n, err := s.event.Read(count[:])
+		if err != nil {
+			return 0, fmt.Errorf("wait for fdatasync: %w", err)
+		}
+		if n == len(count) && binary.NativeEndian.Uint64(count[:]) > 0 {
+			break
+		}
+	}
+	// The kernel posts the event before it signals the eventfd, so it is
+	// there: the zero timeout only guards against waiting forever.
+	var (
+		ev ioEvent
+		ts unix.Timespec
+	)
+	for {
+		n, _, e := unix.Syscall6(unix.SYS_IO_GETEVENTS, s.ctx, 1, 1, uintptr(unsafe.Pointer(&ev)), uintptr(unsafe.Pointer(&ts)), 0)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return 0, fmt.Errorf("collect fdatasync: %w", e)
+		}
+		if n != 1 {
+			return 0, errors.New("collect fdatasync: signalled but no event")
+		}
+		return ev.res, nil
+	}
+}
+
+// fallBack releases the AIO context: from now on sync uses fdatasync.
+func (s *dataSyncer) fallBack() {
+	if s.ctx == 0 {
+		return
+	}
+	unix.Syscall(unix.SYS_IO_DESTROY, s.ctx, 0, 0)
+	s.event.Close()
+	s.ctx, s.event = 0, nil
+}
+
+// close releases the syncer's kernel resources.
+func (s *dataSyncer) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fallBack()
+}
+
+// usesAIO reports whether sync submits AIO requests (for tests).
+func (s *dataSyncer) usesAIO() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ctx != 0
 }
