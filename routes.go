@@ -329,32 +329,32 @@ func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		var env struct {
-			JSONRPC string          `json:"jsonrpc"`
-			ID      any             `json:"id"`
-			Method  string          `json:"method"`
-			Params  json.RawMessage `json:"params"`
-		}
-		if json.Unmarshal(body.data, &env) != nil || env.JSONRPC != "2.0" || !plainID(env.ID) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		var req a2a.SendMessageRequest
-		var get a2a.GetTaskRequest
-		switch env.Method {
-		case "SendMessage", "SendStreamingMessage":
-			if json.Unmarshal(env.Params, &req) != nil {
+		var (
+			env rpcEnvelope
+			req a2a.SendMessageRequest
+			get a2a.GetTaskRequest
+		)
+		if !parseSend(body.data, &env, &req) {
+			env, req = rpcEnvelope{}, a2a.SendMessageRequest{} // what parseSend read before it gave up
+			if json.Unmarshal(body.data, &env) != nil || env.JSONRPC != "2.0" || !plainID(env.ID) {
 				next.ServeHTTP(w, r)
 				return
 			}
-		case "GetTask":
-			if json.Unmarshal(env.Params, &get) != nil {
+			switch env.Method {
+			case "SendMessage", "SendStreamingMessage":
+				if json.Unmarshal(env.Params, &req) != nil {
+					next.ServeHTTP(w, r)
+					return
+				}
+			case "GetTask":
+				if json.Unmarshal(env.Params, &get) != nil {
+					next.ServeHTTP(w, r)
+					return
+				}
+			default:
 				next.ServeHTTP(w, r)
 				return
 			}
-		default:
-			next.ServeHTTP(w, r)
-			return
 		}
 		ctx, _ := a2asrv.NewCallContext(r.Context(), a2asrv.NewServiceParams(r.Header))
 		id, _ := json.Marshal(env.ID) // a string or a number
