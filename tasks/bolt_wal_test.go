@@ -1,9 +1,11 @@
 package tasks
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -253,4 +255,51 @@ func TestAppendOverKeyLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
+}
+
+// TestCheckAgainstStoredHeads: appends that share a committer batch and
+// name tasks bbolt holds (none waiting for the applier) are checked against
+// the heads one read transaction fetched: the next version passes, a stale
+// one and another owner's are refused, a new task is taken, and a second
+// append to a task in the same batch follows the first.
+func TestCheckAgainstStoredHeads(t *testing.T) {
+	s := openWithTask(t, filepath.Join(t.TempDir(), "tasks.db"))
+	defer s.Close()
+	t2 := walSnap("t2", 1, "")
+	if err := s.Append(t.Context(), t2, []a2a.Event{t2.Task}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Events(t.Context(), Owner{Principal: "p"}, "t1", 0); err != nil { // waits for the applier
+		t.Fatal(err)
+	}
+	s.amu.Lock()
+	pending := len(s.heads)
+	s.amu.Unlock()
+	if pending != 0 {
+		t.Fatalf("%d tasks still wait for the applier", pending)
+	}
+	appendOf := func(snap *Snapshot, events int) *boltWrite {
+		a := &walAppend{id: snap.Task.ID, version: snap.Version, events: uint64(events), owner: ownerKey(snap.Owner), rec: []byte("{}")}
+		return &boltWrite{app: a, res: make(chan error, 1)}
+	}
+	other := walSnap("t2", 2, "")
+	other.Owner = Owner{Principal: "q"}
+	batch := []*boltWrite{
+		appendOf(walSnap("t1", 2, ""), 1), // next version
+		appendOf(walSnap("t1", 3, ""), 1), // after the one before it in this batch
+		appendOf(walSnap("t2", 3, ""), 1), // skips a version
+		appendOf(other, 1),                // another owner's
+		appendOf(walSnap("t3", 1, ""), 1), // new
+		appendOf(walSnap("t4", 2, ""), 1), // new, not at 1
+	}
+	want := []error{nil, nil, ErrConflict, ErrNotFound, nil, ErrConflict}
+	if stored := s.storedHeads(batch); len(stored) != 4 || stored["t1"] == nil || stored["t3"] != nil {
+		t.Fatalf("one read fetched %v, want t1 and t2 held, t3 and t4 absent", stored)
+	}
+	s.commit(slices.Clone(batch), nil) // commit reuses the batch's array
+	for i, w := range batch {
+		if err := <-w.res; !errors.Is(err, want[i]) || (want[i] == nil) != (err == nil) {
+			t.Errorf("append %d: %v, want %v", i, err, want[i])
+		}
+	}
 }
