@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"unsafe"
@@ -46,9 +47,16 @@ func syncData(f *os.File) error {
 // sandbox that filters the calls, the system's AIO limit reached), the
 // syncer falls back to a plain fdatasync for good.
 type dataSyncer struct {
-	mu    sync.Mutex // one request at a time: the eventfd counts completions, not whose
-	ctx   uintptr    // the AIO context; 0 once falling back to fdatasync
-	event *os.File   // the eventfd the kernel signals on completion
+	mu      sync.Mutex // one request at a time: the eventfd counts completions, not whose
+	ctx     uintptr    // the AIO context; 0 once falling back to fdatasync
+	event   *os.File   // the eventfd the kernel signals on completion
+	eventFD uint32     // its descriptor, for the requests
+	seq     uint64     // the last request's number, echoed back in its event
+
+	// The request and the array io_submit reads it through live here, not
+	// on the stack, so no pointer the kernel follows can move.
+	cb  iocb
+	cbs [1]*iocb
 }
 
 // iocb is the kernel's struct iocb (include/uapi/linux/aio_abi.h), laid out
@@ -87,17 +95,21 @@ func newDataSyncer() *dataSyncer {
 	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 { // iocb is laid out little-endian
 		return &dataSyncer{}
 	}
+	refused := func(err error) *dataSyncer {
+		slog.Default().Warn("task store log: syncing with fdatasync", slog.Any("error", err))
+		return &dataSyncer{}
+	}
 	var ctx uintptr
 	if _, _, e := unix.Syscall(unix.SYS_IO_SETUP, 1, uintptr(unsafe.Pointer(&ctx)), 0); e != 0 {
-		return &dataSyncer{}
+		return refused(fmt.Errorf("io_setup: %w", e))
 	}
 	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
 		unix.Syscall(unix.SYS_IO_DESTROY, ctx, 0, 0)
-		return &dataSyncer{}
+		return refused(fmt.Errorf("eventfd: %w", err))
 	}
 	// Non-blocking, so os.NewFile gives it to the network poller.
-	return &dataSyncer{ctx: ctx, event: os.NewFile(uintptr(fd), "task store log eventfd")}
+	return &dataSyncer{ctx: ctx, event: os.NewFile(uintptr(fd), "task store log eventfd"), eventFD: uint32(fd)}
 }
 
 // sync makes what was written to f before the call durable.
@@ -111,62 +123,79 @@ func (s *dataSyncer) sync(f *os.File) error {
 	if err != nil {
 		return err
 	}
-	var (
-		submitted bool
-		serr      error
-	)
+	s.seq++
+	var serr error
 	// Control keeps f's descriptor open for the submission; the kernel
 	// holds its own reference to the file until the request completes.
 	if err := rc.Control(func(fd uintptr) {
-		cb := iocb{opcode: iocbCmdFdsync, fildes: uint32(fd), flags: iocbFlagResfd, resfd: uint32(s.event.Fd())}
-		cbs := [1]*iocb{&cb}
+		s.cb = iocb{data: s.seq, opcode: iocbCmdFdsync, fildes: uint32(fd), flags: iocbFlagResfd, resfd: s.eventFD}
+		s.cbs[0] = &s.cb
 		for {
-			_, _, e := unix.Syscall(unix.SYS_IO_SUBMIT, s.ctx, 1, uintptr(unsafe.Pointer(&cbs[0])))
-			if e == unix.EINTR {
+			n, _, e := unix.Syscall(unix.SYS_IO_SUBMIT, s.ctx, 1, uintptr(unsafe.Pointer(&s.cbs[0])))
+			switch {
+			case e == unix.EINTR:
 				continue
-			}
-			if e != 0 {
+			case e != 0:
 				serr = e
+			case n != 1:
+				serr = fmt.Errorf("io_submit took %d requests of 1", n)
 			}
-			break
+			return
 		}
-		submitted = serr == nil
 	}); err != nil {
 		return err
 	}
-	if !submitted {
-		if errors.Is(serr, unix.EAGAIN) {
-			return syncData(f) // the request queue is full for now
+	if serr != nil {
+		if errors.Is(serr, unix.EAGAIN) || errors.Is(serr, unix.ENOMEM) {
+			return syncData(f) // short of resources for now
 		}
 		// EINVAL and the like: this kernel or file system cannot.
-		s.fallBack()
+		s.fallBack(serr)
 		return syncData(f)
 	}
-	res, err := s.wait()
-	if err != nil {
-		// The request's fate is unknown: it may still be running. Nothing
-		// more is submitted to this context, and the store breaks on the
-		// error, which is what a failed fdatasync does too.
-		s.fallBack()
-		return err
+	ev, err := s.wait()
+	if err == nil {
+		err = eventResult(ev, s.seq)
 	}
-	if res < 0 {
-		return unix.Errno(-res)
+	if err != nil && !errors.Is(err, errSyncFailed) {
+		// What became of the request is unknown: nothing more is
+		// submitted to this context (io_destroy waits for the request),
+		// and the store breaks on the error, as on a failed fdatasync.
+		s.fallBack(err)
+	}
+	return err
+}
+
+// errSyncFailed marks the error of an fdatasync the kernel ran and failed.
+var errSyncFailed = errors.New("fdatasync failed")
+
+// eventResult is the outcome of request seq from its completion event.
+func eventResult(ev ioEvent, seq uint64) error {
+	if ev.data != seq {
+		return fmt.Errorf("collect fdatasync: the event of request %d, not of %d", ev.data, seq)
+	}
+	if ev.res < 0 {
+		return fmt.Errorf("%w: %w", errSyncFailed, unix.Errno(-ev.res))
 	}
 	return nil
 }
 
 // wait blocks, in the network poller, until the request completes and
-// returns its result: 0, or a negative errno.
-func (s *dataSyncer) wait() (int64, error) {
+// returns its event.
+func (s *dataSyncer) wait() (ioEvent, error) {
 	var count [8]byte
 	for {
 		n, err := s.event.Read(count[:])
 		if err != nil {
-			return 0, fmt.Errorf("wait for fdatasync: %w", err)
+			return ioEvent{}, fmt.Errorf("wait for fdatasync: %w", err)
 		}
-		if n == len(count) && binary.NativeEndian.Uint64(count[:]) > 0 {
+		if n != len(count) {
+			return ioEvent{}, fmt.Errorf("wait for fdatasync: read %d bytes of the eventfd", n)
+		}
+		if c := binary.NativeEndian.Uint64(count[:]); c == 1 {
 			break
+		} else if c != 0 {
+			return ioEvent{}, fmt.Errorf("wait for fdatasync: %d completions of one request", c)
 		}
 	}
 	// The kernel posts the event before it signals the eventfd, so it is
@@ -181,19 +210,23 @@ func (s *dataSyncer) wait() (int64, error) {
 			continue
 		}
 		if e != 0 {
-			return 0, fmt.Errorf("collect fdatasync: %w", e)
+			return ioEvent{}, fmt.Errorf("collect fdatasync: %w", e)
 		}
 		if n != 1 {
-			return 0, errors.New("collect fdatasync: signalled but no event")
+			return ioEvent{}, errors.New("collect fdatasync: signalled but no event")
 		}
-		return ev.res, nil
+		return ev, nil
 	}
 }
 
-// fallBack releases the AIO context: from now on sync uses fdatasync.
-func (s *dataSyncer) fallBack() {
+// fallBack releases the AIO context, saying why when why is not nil: from
+// now on sync uses fdatasync.
+func (s *dataSyncer) fallBack(why error) {
 	if s.ctx == 0 {
 		return
+	}
+	if why != nil {
+		slog.Default().Warn("task store log: syncing with fdatasync from now on", slog.Any("error", why))
 	}
 	unix.Syscall(unix.SYS_IO_DESTROY, s.ctx, 0, 0)
 	s.event.Close()
@@ -204,7 +237,7 @@ func (s *dataSyncer) fallBack() {
 func (s *dataSyncer) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.fallBack()
+	s.fallBack(nil)
 }
 
 // usesAIO reports whether sync submits AIO requests (for tests).

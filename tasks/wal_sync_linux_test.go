@@ -1,26 +1,54 @@
 package tasks
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
+// TestDataSyncerABI holds the request and event layouts to the kernel's
+// (include/uapi/linux/aio_abi.h, little-endian).
+func TestDataSyncerABI(t *testing.T) {
+	var cb iocb
+	offsets := []uintptr{unsafe.Offsetof(cb.data), unsafe.Offsetof(cb.key), unsafe.Offsetof(cb.rwFlags),
+		unsafe.Offsetof(cb.opcode), unsafe.Offsetof(cb.reqprio), unsafe.Offsetof(cb.fildes), unsafe.Offsetof(cb.buf),
+		unsafe.Offsetof(cb.nbytes), unsafe.Offsetof(cb.offset), unsafe.Offsetof(cb.reserved2), unsafe.Offsetof(cb.flags),
+		unsafe.Offsetof(cb.resfd)}
+	want := []uintptr{0, 8, 12, 16, 18, 20, 24, 32, 40, 48, 56, 60}
+	if !slices.Equal(offsets, want) || unsafe.Sizeof(cb) != 64 {
+		t.Errorf("iocb: offsets %v, size %d; want %v, 64", offsets, unsafe.Sizeof(cb), want)
+	}
+	var ev ioEvent
+	if unsafe.Sizeof(ev) != 32 || unsafe.Offsetof(ev.res) != 16 {
+		t.Errorf("io_event: size %d, res at %d; want 32, 16", unsafe.Sizeof(ev), unsafe.Offsetof(ev.res))
+	}
+	if iocbCmdFdsync != 3 || iocbFlagResfd != 1 {
+		t.Errorf("IOCB_CMD_FDSYNC %d, IOCB_FLAG_RESFD %d; want 3, 1", iocbCmdFdsync, iocbFlagResfd)
+	}
+}
+
 // TestDataSyncerAIO syncs a log segment through the AIO path, from several
-// goroutines at once, and checks the bytes are there and the path stayed AIO.
+// goroutines at once. The segment is open for writing only, which an
+// fdatasync takes and a read request would not: the requests are syncs.
 func TestDataSyncerAIO(t *testing.T) {
 	s := newDataSyncer()
 	defer s.close()
 	if !s.usesAIO() {
 		t.Fatal("the kernel refused an AIO context: the task log falls back to fdatasync, which holds a scheduler P during every sync")
 	}
-	f, err := os.Create(filepath.Join(t.TempDir(), "segment"))
+	path := filepath.Join(t.TempDir(), "segment")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,21 +72,39 @@ func TestDataSyncerAIO(t *testing.T) {
 	if !s.usesAIO() {
 		t.Fatal("the syncer fell back to fdatasync on a regular file")
 	}
-	b, err := os.ReadFile(f.Name())
+	if fl, err := unix.FcntlInt(uintptr(s.eventFD), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK == 0 {
+		t.Fatalf("eventfd flags %#x, %v: not non-blocking, so not waited for in the poller", fl, err)
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b) != 200 || b[2*(25*3+24)] != 3 || b[2*(25*3+24)+1] != 24 {
-		t.Fatalf("file holds %d bytes, not the 200 written", len(b))
+	for i := range 4 {
+		for j := range 25 {
+			if at := 2 * (25*i + j); len(b) < at+2 || b[at] != byte(i) || b[at+1] != byte(j) {
+				t.Fatalf("the file lacks write %d of goroutine %d", j, i)
+			}
+		}
 	}
 }
 
 // TestDataSyncerFallBack syncs what AIO cannot (a pipe): the syncer falls
-// back to fdatasync for good and reports its error; a closed file is an
-// error too, not a silent success.
+// back to fdatasync for good and reports its error. A closed file is an
+// error on either path, not a silent success.
 func TestDataSyncerFallBack(t *testing.T) {
 	s := newDataSyncer()
 	defer s.close()
+	if !s.usesAIO() {
+		t.Fatal("no AIO context to fall back from")
+	}
+	closed, err := os.Create(filepath.Join(t.TempDir(), "closed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	if err := s.sync(closed); err == nil || !s.usesAIO() {
+		t.Fatalf("AIO sync of a closed file: %v, still AIO: %v; want an error, and AIO kept", err, s.usesAIO())
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -75,15 +121,31 @@ func TestDataSyncerFallBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close()
 	if _, err := f.Write([]byte("record")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.sync(f); err != nil {
 		t.Fatalf("fdatasync after falling back: %v", err)
 	}
-	f.Close()
-	if err := s.sync(f); err == nil {
-		t.Fatal("synced a closed file without an error")
+	if err := s.sync(closed); err == nil {
+		t.Fatal("fdatasync of a closed file without an error")
+	}
+}
+
+// TestEventResult reads a completion: a failed sync (a disk error, which
+// cannot be caused here) is its errno; an event of another request is an
+// error, never a success.
+func TestEventResult(t *testing.T) {
+	if err := eventResult(ioEvent{data: 7}, 7); err != nil {
+		t.Fatalf("completed sync: %v", err)
+	}
+	err := eventResult(ioEvent{data: 7, res: -int64(unix.EIO)}, 7)
+	if !errors.Is(err, unix.EIO) || !errors.Is(err, errSyncFailed) {
+		t.Fatalf("failed sync: %v, want EIO", err)
+	}
+	if err := eventResult(ioEvent{data: 6}, 7); err == nil || errors.Is(err, errSyncFailed) {
+		t.Fatalf("event of another request: %v, want an error of its own", err)
 	}
 }
 
