@@ -18,6 +18,27 @@ func BenchmarkCanonical(b *testing.B) {
 	}
 }
 
+// BenchmarkSign measures Sign of a card with each algorithm: the canonical
+// payload and the signature, as an agent does when it starts or reloads.
+func BenchmarkSign(b *testing.B) {
+	for _, alg := range []jose.SignatureAlgorithm{jose.EdDSA, jose.ES256} {
+		key := mustKey(b, alg, "k")
+		card := testCard()
+		b.Run(string(alg), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				signed, err := agentcard.Sign(card, key, "")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(signed.Signatures) != 1 {
+					b.Fatalf("%d signatures, want 1", len(signed.Signatures))
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkVerify measures Verify of a card with a pinned key. "repeat" is
 // the same card again on one Verifier (a directory refresh of an unchanged
 // card: the signature check is remembered); "first" is a card the Verifier
