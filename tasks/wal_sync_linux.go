@@ -239,10 +239,3 @@ func (s *dataSyncer) close() {
 	defer s.mu.Unlock()
 	s.fallBack(nil)
 }
-
-// usesAIO reports whether sync submits AIO requests (for tests).
-func (s *dataSyncer) usesAIO() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ctx != 0
-}

@@ -17,6 +17,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// usesAIO reports whether s submits AIO requests.
+func (s *dataSyncer) usesAIO() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ctx != 0
+}
+
 // TestDataSyncerABI holds the request and event layouts to the kernel's
 // (include/uapi/linux/aio_abi.h, little-endian).
 func TestDataSyncerABI(t *testing.T) {

@@ -16,5 +16,3 @@ func newDataSyncer() *dataSyncer { return &dataSyncer{} }
 func (*dataSyncer) sync(f *os.File) error { return syncData(f) }
 
 func (*dataSyncer) close() {}
-
-func (*dataSyncer) usesAIO() bool { return false }
