@@ -23,6 +23,8 @@ var sendSeeds = []string{
 	`{"jsonrpc":"2.0","id":"abc","method":"SendStreamingMessage","params":{"message":{"messageId":"m","contextId":"c","taskId":"t","role":"ROLE_AGENT","parts":[{"text":"a"},{"text":"b"}]}}}`,
 	" {\n\t\"params\" : { \"message\" : { \"parts\" : [ { \"text\" : \"é ✓\" } ] , \"role\" : \"ROLE_UNSPECIFIED\" } } , \"method\":\"SendMessage\", \"id\": -1.5e3, \"jsonrpc\":\"2.0\" }\r\n",
 	`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{}}}`,
+	`{"jsonrpc":"2.0","id":-0,"method":"SendMessage","params":{"message":{"parts":[{"text":""}]}}}`,
+	`{"jsonrpc":"2.0","id":1e-400,"method":"SendStreamingMessage","params":{"message":{"role":"user"}}}`,
 	// Each of these is left to encoding/json.
 	`{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"t"}}`,
 	`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","parts":[]}}}`,
@@ -46,7 +48,7 @@ func TestParseSend(t *testing.T) {
 		var env rpcEnvelope
 		var req a2a.SendMessageRequest
 		took := parseSend([]byte(in), &env, &req)
-		if want := i < 4; took != want {
+		if want := i < 6; took != want {
 			t.Errorf("seed %d: parseSend took it: %v, want %v: %s", i, took, want, in)
 		}
 		if took {
@@ -62,7 +64,11 @@ func checkSameAsStd(t *testing.T, in []byte, env rpcEnvelope, req a2a.SendMessag
 		t.Fatalf("parseSend took what encoding/json refuses: %q", in)
 	}
 	stdEnv.Params = nil
-	if !reflect.DeepEqual(env, stdEnv) {
+	// The id is echoed in the answer: compared as written back, so that
+	// -0 and 0 (equal to DeepEqual) differ.
+	id, _ := json.Marshal(env.ID)
+	stdID, _ := json.Marshal(stdEnv.ID)
+	if !reflect.DeepEqual(env, stdEnv) || string(id) != string(stdID) {
 		t.Fatalf("envelope %#v, encoding/json's %#v, of %q", env, stdEnv, in)
 	}
 	if !reflect.DeepEqual(req, stdReq) {
