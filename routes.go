@@ -334,27 +334,9 @@ func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 			req a2a.SendMessageRequest
 			get a2a.GetTaskRequest
 		)
-		if !parseSend(body.data, &env, &req) {
-			env, req = rpcEnvelope{}, a2a.SendMessageRequest{} // what parseSend read before it gave up
-			if json.Unmarshal(body.data, &env) != nil || env.JSONRPC != "2.0" || !plainID(env.ID) {
-				next.ServeHTTP(w, r)
-				return
-			}
-			switch env.Method {
-			case "SendMessage", "SendStreamingMessage":
-				if json.Unmarshal(env.Params, &req) != nil {
-					next.ServeHTTP(w, r)
-					return
-				}
-			case "GetTask":
-				if json.Unmarshal(env.Params, &get) != nil {
-					next.ServeHTTP(w, r)
-					return
-				}
-			default:
-				next.ServeHTTP(w, r)
-				return
-			}
+		if !decodeRPC(body.data, &env, &req, &get) {
+			next.ServeHTTP(w, r)
+			return
 		}
 		ctx, _ := a2asrv.NewCallContext(r.Context(), a2asrv.NewServiceParams(r.Header))
 		id, _ := json.Marshal(env.ID) // a string or a number
@@ -458,6 +440,26 @@ var answerBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // maxKeptAnswer bounds the buffers answerBufs keeps.
 const maxKeptAnswer = 64 << 10
+
+// decodeRPC decodes a request streamJSONRPC serves, in parseSend's one pass
+// when it takes the request and with encoding/json otherwise. False: the
+// request is left to a2a-go's handler.
+func decodeRPC(data []byte, env *rpcEnvelope, req *a2a.SendMessageRequest, get *a2a.GetTaskRequest) bool {
+	if parseSend(data, env, req) {
+		return true
+	}
+	*env, *req = rpcEnvelope{}, a2a.SendMessageRequest{} // what parseSend read before it gave up
+	if json.Unmarshal(data, env) != nil || env.JSONRPC != "2.0" || !plainID(env.ID) {
+		return false
+	}
+	switch env.Method {
+	case "SendMessage", "SendStreamingMessage":
+		return json.Unmarshal(env.Params, req) == nil
+	case "GetTask":
+		return json.Unmarshal(env.Params, get) == nil
+	}
+	return false
+}
 
 // plainID reports whether a JSON-RPC id is one a2a-go's handler takes and
 // answers with the same JSON: a string or a number.

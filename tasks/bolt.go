@@ -375,18 +375,12 @@ func (s *BoltStore) storedHeads(batch []*boltWrite) map[a2a.TaskID]*walHead {
 	}
 	stored := make(map[a2a.TaskID]*walHead, len(ids))
 	err := s.db.View(func(tx *bolt.Tx) error {
-		heads := tx.Bucket(bucketHeads)
 		for _, id := range ids {
-			hb := heads.Get([]byte(id))
-			if hb == nil {
-				stored[id] = nil
-				continue
-			}
-			dh, err := decodeHead(hb)
+			h, err := storedHead(tx, id)
 			if err != nil {
 				return err
 			}
-			stored[id] = &walHead{version: dh.version, owner: dh.owner}
+			stored[id] = h
 		}
 		return nil
 	})
@@ -394,6 +388,20 @@ func (s *BoltStore) storedHeads(batch []*boltWrite) map[a2a.TaskID]*walHead {
 		return nil
 	}
 	return stored
+}
+
+// storedHead reads task id's latest version and owner from bbolt; nil when
+// bbolt does not hold the task.
+func storedHead(tx *bolt.Tx, id a2a.TaskID) (*walHead, error) {
+	hb := tx.Bucket(bucketHeads).Get([]byte(id))
+	if hb == nil {
+		return nil, nil
+	}
+	dh, err := decodeHead(hb)
+	if err != nil {
+		return nil, err
+	}
+	return &walHead{version: dh.version, owner: dh.owner}, nil
 }
 
 // check refuses an append that does not follow the task's latest version,
@@ -405,25 +413,23 @@ func (s *BoltStore) check(a *walAppend, moved map[a2a.TaskID]walHead, stored map
 		h, ok = s.heads[a.id]
 		s.amu.Unlock()
 	}
-	if sh, read := stored[a.id]; !ok && read {
-		if sh != nil {
-			h, ok = *sh, true
-		}
-	} else if !ok {
+	if !ok {
 		// Not in the applier's queue, so bbolt has its latest version: a
 		// head leaves s.heads only once applied (and may have left it
-		// since storedHeads looked).
-		err := s.db.View(func(tx *bolt.Tx) error {
-			hb := tx.Bucket(bucketHeads).Get([]byte(a.id))
-			if hb == nil {
-				return nil
+		// since storedHeads looked, which then did not read it).
+		sh, read := stored[a.id]
+		if !read {
+			err := s.db.View(func(tx *bolt.Tx) error {
+				var err error
+				sh, err = storedHead(tx, a.id)
+				return err
+			})
+			if err != nil {
+				return err
 			}
-			dh, err := decodeHead(hb)
-			h, ok = walHead{version: dh.version, owner: dh.owner}, true
-			return err
-		})
-		if err != nil {
-			return err
+		}
+		if sh != nil {
+			h, ok = *sh, true
 		}
 	}
 	if ok && !bytes.Equal(h.owner, a.owner) {
