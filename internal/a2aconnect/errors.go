@@ -38,7 +38,7 @@ var errorCodes = []struct {
 	{a2a.ErrInvalidRequest, connect.CodeInvalidArgument},
 	{a2a.ErrInvalidAgentResponse, connect.CodeInternal},
 	{a2a.ErrExtensionSupportRequired, connect.CodeFailedPrecondition},
-	{a2a.ErrVersionNotSupported, connect.CodeFailedPrecondition},
+	{a2a.ErrVersionNotSupported, connect.CodeUnimplemented}, // spec 5.4
 	{a2a.ErrParseError, connect.CodeInvalidArgument},
 	{a2a.ErrServerError, connect.CodeInternal},
 }

@@ -2,8 +2,10 @@ package a2aconnect
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"net/http"
+	"strings"
 
 	"connectrpc.com/connect"
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -80,6 +82,9 @@ func unary[PReq, PRes, Req, Res any](
 ) (string, http.Handler) {
 	procedure, opts := s.method(name)
 	return procedure, connect.NewUnaryHandlerSimple(procedure, func(ctx context.Context, pbReq *PReq) (*PRes, error) {
+		if err := checkVersion(ctx); err != nil {
+			return nil, toConnectError(ctx, err)
+		}
 		req, err := fromProto(pbReq)
 		if err != nil {
 			return nil, invalidRequest(ctx, err)
@@ -108,6 +113,9 @@ func stream[PReq, Req any](
 ) (string, http.Handler) {
 	procedure, opts := s.method(name)
 	return procedure, connect.NewServerStreamHandlerSimple(procedure, func(ctx context.Context, pbReq *PReq, out *connect.ServerStream[a2apb.StreamResponse]) error {
+		if err := checkVersion(ctx); err != nil {
+			return toConnectError(ctx, err)
+		}
 		req, err := fromProto(pbReq)
 		if err != nil {
 			return invalidRequest(ctx, err)
@@ -131,6 +139,24 @@ func stream[PReq, Req any](
 		setExtensionsTrailer(ctx, callCtx)
 		return nil
 	}, opts...)
+}
+
+// checkVersion refuses a request whose a2a-version metadata names a version
+// other than 1.0, the only one lf.a2a.v1 speaks (0.3 clients call the
+// a2a.v1 service). A request without it is taken as 1.0: the service name
+// already says which protocol the client speaks.
+func checkVersion(ctx context.Context) error {
+	info, ok := connect.CallInfoForHandlerContext(ctx)
+	if !ok {
+		return nil
+	}
+	switch v := strings.TrimSpace(info.RequestHeader().Get(a2a.SvcParamVersion)); v {
+	case "", "1", "1.0", "1.0.0":
+		return nil
+	default:
+		return a2a.NewError(a2a.ErrVersionNotSupported,
+			fmt.Sprintf("A2A-Version %q is not supported over gRPC; this service speaks 1.0", v))
+	}
 }
 
 // withCallContext exposes the request headers to the a2asrv handler as
