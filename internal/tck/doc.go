@@ -31,7 +31,8 @@
 // message (role agent) carries the text parts of the incoming message; a
 // message without text completes with no status message. A message sent to
 // an existing task (for example the answer to tck-input-required) completes
-// that task the same way, echoing the new message, whatever its id.
+// that task the same way, echoing the new message, unless its own id starts
+// with tck-input-required: then the task asks for input again.
 //
 // Cancel always moves the task to canceled. Every task event carries the
 // task and context ids of the execution; the tck-message-response reply

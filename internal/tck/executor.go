@@ -62,9 +62,15 @@ func (e *Executor) Execute(ctx context.Context, execCtx *a2asrv.ExecutorContext)
 		}
 		r := &run{ctx: ctx, execCtx: execCtx, yield: yield}
 		if execCtx.StoredTask != nil {
-			// Any follow-up completes the task: this is how the TCK answers
-			// tck-input-required, and a2a-go would refuse a bare Message
+			// A follow-up that is itself a tck-input-required message asks
+			// for input again (the TCK's multi-turn history checks rely on
+			// it); any other completes the task, which is how the TCK
+			// answers tck-input-required. a2a-go would refuse a bare Message
 			// (tck-message-response) on a task that already exists.
+			if strings.HasPrefix(execCtx.Message.ID, inputRequiredPrefix) {
+				r.status(a2a.TaskStateInputRequired, r.agentText(inputText))
+				return
+			}
 			r.status(a2a.TaskStateCompleted, r.echo())
 			return
 		}
@@ -99,6 +105,10 @@ type scenario struct {
 	// consumer took them all; its result only lets scripts chain with &&.
 	play func(e *Executor, r *run) bool
 }
+
+// inputRequiredPrefix starts the ids of messages that ask for input, on a
+// new task or on one already waiting.
+const inputRequiredPrefix = "tck-input-required"
 
 // Fixed texts of the scripts; the TCK checks most of them verbatim.
 const (
@@ -153,7 +163,7 @@ var scenarios = []scenario{
 		msg.ContextID = r.execCtx.ContextID
 		return r.emit(msg)
 	}},
-	{prefix: "tck-input-required", play: func(_ *Executor, r *run) bool {
+	{prefix: inputRequiredPrefix, play: func(_ *Executor, r *run) bool {
 		return r.status(a2a.TaskStateInputRequired, r.agentText(inputText))
 	}},
 	{prefix: "tck-reject-task", play: func(_ *Executor, r *run) bool {

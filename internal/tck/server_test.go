@@ -359,6 +359,50 @@ func TestInputRequiredThenContinue(t *testing.T) {
 	}
 }
 
+// TestInputRequiredStaysForInputRequiredFollowUp sends a follow-up whose
+// own id is a tck-input-required one, as the TCK's history checks do: the
+// task asks for input again and keeps every message in its history; any
+// other follow-up then completes it.
+func TestInputRequiredStaysForInputRequiredFollowUp(t *testing.T) {
+	client := serve(t, New())
+	ctx := testContext(t)
+
+	first := send("tck-input-required-first")
+	task := sendTask(ctx, t, client, first)
+	if task.Status.State != a2a.TaskStateInputRequired {
+		t.Fatalf("state = %s, want input-required", task.Status.State)
+	}
+
+	again := send("tck-input-required-second", textPart("still thinking"))
+	again.Message.TaskID, again.Message.ContextID = task.ID, task.ContextID
+	still := sendTask(ctx, t, client, again)
+	if still.ID != task.ID {
+		t.Fatalf("follow-up answered task %q, want %q", still.ID, task.ID)
+	}
+	if still.Status.State != a2a.TaskStateInputRequired {
+		t.Fatalf("after a tck-input-required follow-up: state = %s, want input-required", still.Status.State)
+	}
+	if got := statusTexts(t, still); !reflect.DeepEqual(got, []string{inputText}) {
+		t.Errorf("status message = %q, want %q", got, inputText)
+	}
+
+	last := send("anything-else", textPart("done now"))
+	last.Message.TaskID, last.Message.ContextID = task.ID, task.ContextID
+	done := sendTask(ctx, t, client, last)
+	if done.Status.State != a2a.TaskStateCompleted {
+		t.Errorf("after a plain follow-up: state = %s, want completed", done.Status.State)
+	}
+	var userIDs []string
+	for _, m := range done.History {
+		if m.Role == a2a.MessageRoleUser {
+			userIDs = append(userIDs, m.ID)
+		}
+	}
+	if want := []string{first.Message.ID, again.Message.ID, last.Message.ID}; !reflect.DeepEqual(userIDs, want) {
+		t.Errorf("user messages in history = %q, want %q", userIDs, want)
+	}
+}
+
 // TestCancelInputRequired cancels a task no execution is running for, the
 // TCK's CORE-CANCEL-001 setup. The cancel goes to a second server sharing the
 // task store: a2a-go keeps a finished execution registered for a moment after
