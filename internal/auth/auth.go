@@ -103,21 +103,42 @@ func (a *Authenticator) Authenticate(r *http.Request) (*Principal, error) {
 	if header == "" {
 		header = DefaultAPIKeyHeader
 	}
-	if key := r.Header.Get(header); key != "" {
-		return a.apiKey(key)
-	}
+	key := r.Header.Get(header)
 	authz := r.Header.Get("Authorization")
-	if authz == "" {
+	if key == "" && authz == "" {
 		if a.Anonymous {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("%w: send an API key in %s or a bearer token", ErrNoCredentials, header)
 	}
-	scheme, token, ok := strings.Cut(authz, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return nil, fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", ErrBadCredentials)
+	// Every credential sent is checked: a bad one is never ignored because
+	// another one is good, and two good ones name two callers.
+	var fromKey, fromToken *Principal
+	if key != "" {
+		p, err := a.apiKey(key)
+		if err != nil {
+			return nil, err
+		}
+		fromKey = p
 	}
-	return a.bearer(r.Context(), strings.TrimSpace(token))
+	if authz != "" {
+		scheme, token, ok := strings.Cut(authz, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+			return nil, fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", ErrBadCredentials)
+		}
+		p, err := a.bearer(r.Context(), strings.TrimSpace(token))
+		if err != nil {
+			return nil, err
+		}
+		fromToken = p
+	}
+	if fromKey != nil && fromToken != nil {
+		return nil, fmt.Errorf("%w: send one credential, an API key in %s or a bearer token, not both", ErrBadCredentials, header)
+	}
+	if fromKey != nil {
+		return fromKey, nil
+	}
+	return fromToken, nil
 }
 
 func (a *Authenticator) apiKey(key string) (*Principal, error) {

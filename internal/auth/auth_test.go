@@ -199,3 +199,41 @@ func FuzzAuthenticate(f *testing.F) {
 		}
 	})
 }
+
+// TestAPIKeyWithBadBearerIsRefused: a request carrying a valid API key and
+// a bearer token that does not verify is refused, not served as the key's
+// caller; a request carrying two valid credentials is refused too, since it
+// names two callers.
+func TestAPIKeyWithBadBearerIsRefused(t *testing.T) {
+	k := newIssuerKey(t, "k1")
+	keys, err := auth.ParseJWKS(k.jwks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := auth.ParseAPIKeyHash(auth.HashAPIKey("s3cret"))
+	now := time.Now()
+	a := &auth.Authenticator{
+		APIKeys: []auth.APIKey{{Name: "ci", SHA256: h}},
+		Issuers: []auth.Issuer{{Issuer: "https://idp.test", Audience: "agent-a", Keys: keys}},
+	}
+	good := jwt.Claims{Issuer: "https://idp.test", Subject: "alice", Audience: jwt.Audience{"agent-a"}, Expiry: jwt.NewNumericDate(now.Add(time.Hour))}
+	for name, tc := range map[string]struct {
+		authz string
+		want  string
+	}{
+		"not a jwt":     {"Bearer abc.def", "not a JWT"},
+		"bad scheme":    {"Basic dXNlcjpwdw==", "Bearer"},
+		"forged":        {"Bearer " + newIssuerKey(t, "k1").token(t, good, nil), "signature"},
+		"two callers":   {"Bearer " + k.token(t, good, nil), "one credential"},
+		"empty  bearer": {"Bearer ", "Bearer"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := request("X-API-Key", "s3cret")
+			r.Header.Set("Authorization", tc.authz)
+			p, err := a.Authenticate(r)
+			if !errors.Is(err, auth.ErrBadCredentials) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Authenticate = %+v, %v; want ErrBadCredentials mentioning %q", p, err, tc.want)
+			}
+		})
+	}
+}
