@@ -1,13 +1,13 @@
 package handoff
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -132,12 +132,17 @@ func cardJSON(ctx context.Context, card *a2a.AgentCard) ([]byte, error) {
 	return json.MarshalIndent(union, "", "  ")
 }
 
-// staticJSON serves fixed JSON bytes (the card, the JWKS) with an ETag and a
-// short public cache lifetime, answering 304 to a matching If-None-Match.
+// staticJSON serves fixed JSON bytes (the card, the JWKS) with an ETag, a
+// Last-Modified and a short public cache lifetime; http.ServeContent answers
+// If-None-Match, If-Modified-Since and HEAD. Last-Modified is when this
+// handler was built (start or reload): replicas built at other moments give
+// other dates for the same bytes, which costs at most a full answer, since
+// the ETag (from the bytes) takes precedence when a client sends both.
 func staticJSON(body []byte, maxAge time.Duration) http.Handler {
 	sum := sha256.Sum256(body)
 	etag := `"` + hex.EncodeToString(sum[:12]) + `"`
 	cacheControl := fmt.Sprintf("public, max-age=%d", int(maxAge.Seconds()))
+	modified := time.Now().UTC().Truncate(time.Second)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", "*") // public documents, meant for any origin
@@ -145,7 +150,7 @@ func staticJSON(body []byte, maxAge time.Duration) http.Handler {
 		case http.MethodGet, http.MethodHead:
 		case http.MethodOptions:
 			h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
-			h.Set("Access-Control-Allow-Headers", "If-None-Match")
+			h.Set("Access-Control-Allow-Headers", "If-None-Match, If-Modified-Since")
 			w.WriteHeader(http.StatusNoContent)
 			return
 		default:
@@ -155,15 +160,7 @@ func staticJSON(body []byte, maxAge time.Duration) http.Handler {
 		}
 		h.Set("ETag", etag)
 		h.Set("Cache-Control", cacheControl)
-		if inm := r.Header.Get("If-None-Match"); inm != "" && (inm == etag || inm == "*" || strings.Contains(inm, etag)) {
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
 		h.Set("Content-Type", "application/json")
-		h.Set("Content-Length", strconv.Itoa(len(body)))
-		if r.Method == http.MethodHead {
-			return
-		}
-		_, _ = w.Write(body)
+		http.ServeContent(w, r, "", modified, bytes.NewReader(body))
 	})
 }
