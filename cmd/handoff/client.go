@@ -97,15 +97,34 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return callError(ctx, callCtx, op, err)
 	}
 	if out.json {
-		return writeJSONLine(stdout, a2a.StreamResponse{Event: result})
+		if err := writeJSONLine(stdout, a2a.StreamResponse{Event: result}); err != nil {
+			return err
+		}
+	} else {
+		switch r := result.(type) {
+		case *a2a.Task:
+			printTask(stdout, r, false)
+		case *a2a.Message:
+			printMessage(stdout, "message", r)
+		}
 	}
-	switch r := result.(type) {
-	case *a2a.Task:
-		printTask(stdout, r, false)
-	case *a2a.Message:
-		printMessage(stdout, "message", r)
+	if t, ok := result.(*a2a.Task); ok && !*returnNow {
+		return unfinished(base, t)
 	}
 	return nil
+}
+
+// unfinished is the error of a blocking send answered with a task that neither ended nor
+// waits for its caller (input or auth required): the agent returned early, typically
+// because it is stopping and leaves the task to resume at its next start.
+func unfinished(base *url.URL, t *a2a.Task) error {
+	switch s := t.Status.State; {
+	case s.Terminal(), s == a2a.TaskStateInputRequired, s == a2a.TaskStateAuthRequired:
+		return nil
+	default:
+		return fmt.Errorf("send message: task %s is still %s: the agent answered before it finished (it may be stopping); follow it with: handoff get %s %s",
+			t.ID, stateName(s), base, t.ID)
+	}
 }
 
 // streamMessage sends req on a stream and prints each event as it arrives.
