@@ -381,10 +381,11 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (_ *run
 		return nil, nil, nil, a2a.NewError(a2a.ErrServerError, "the agent is shutting down; try again later")
 	}
 	var (
-		h       *hub
-		refs    int // references to h this call holds
-		started bool
-		claimed bool // the task's lease, with replicas
+		h         *hub
+		keyDigest string // the content digest of a new task's keyed message
+		refs      int    // references to h this call holds
+		started   bool
+		claimed   bool // the task's lease, with replicas
 	)
 	defer func() { // a refused message gives back everything it took
 		if !started {
@@ -438,12 +439,24 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (_ *run
 			msg.TaskID = keyedTaskID(owner, key)
 			// Held until the new task's hub is in place, so a concurrent
 			// repeat finds it instead of starting a second task.
+			digest, err := ContentDigest(&msg)
+			if err != nil {
+				return nil, nil, nil, a2a.NewError(a2a.ErrInvalidParams, "message parts cannot be encoded")
+			}
 			e.keyed.Lock()
 			defer e.keyed.Unlock()
 			rh, err := e.existing(ctx, owner, msg.TaskID)
-			if err != nil || rh != nil {
-				return nil, nil, rh, err
+			if err != nil {
+				return nil, nil, nil, err
 			}
+			if rh != nil {
+				if err := sameContent(rh, digest); err != nil {
+					e.release(msg.TaskID, rh)
+					return nil, nil, nil, err
+				}
+				return nil, nil, rh, nil
+			}
+			keyDigest = digest
 		} else {
 			msg.TaskID = newTaskID()
 		}
@@ -471,6 +484,7 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (_ *run
 	}
 	// Made only now: a run starts its writer, which a refused message must not leave behind.
 	r := e.newRun(ctx, h, owner, ec, base, true)
+	r.digest = keyDigest
 	h.run = r
 	h.mu.Unlock()
 	if req.Config != nil && req.Config.PushConfig != nil {

@@ -2,13 +2,46 @@ package tasks
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/google/uuid"
+	"github.com/gowebpki/jcs"
 )
+
+// ContentDigestKey is the task metadata key under which a task started by a
+// message with an idempotency key keeps the digest of that message's
+// content ([ContentDigest]), so that a repeat with other content is refused,
+// after a restart too.
+const ContentDigestKey = "handoff/idempotency-digest"
+
+// ContentDigest is "sha256:" and the hex SHA-256 of the RFC 8785 canonical
+// JSON of a message's parts: what a repeat of the message with the same
+// idempotency key must send again. Ids, metadata (an envelope's deadline,
+// trace context) and the role may differ between repeats.
+func ContentDigest(m *a2a.Message) (string, error) {
+	b, err := json.Marshal(m.Parts)
+	if err != nil {
+		return "", fmt.Errorf("digest message %s: %w", m.ID, err)
+	}
+	if b, err = jcs.Transform(b); err != nil {
+		return "", fmt.Errorf("digest message %s: %w", m.ID, err)
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// firstDigest is the content digest task t's first message had, or "" for
+// a task without one (started without a key, or before digests were kept).
+func firstDigest(t *a2a.Task) string {
+	d, _ := t.Metadata[ContentDigestKey].(string)
+	return d
+}
 
 // idempotencySpace is the UUID namespace of task ids derived from keys.
 var idempotencySpace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/handoff-a2a/handoff/tasks/idempotency"))
@@ -68,6 +101,26 @@ func repeatOf(h *hub, owner Owner) (*Snapshot, *run, error) {
 		return nil, nil, a2a.NewError(a2a.ErrTaskNotFound, fmt.Sprintf("task %s not found", h.id))
 	}
 	return snap, r, nil
+}
+
+// sameContent refuses a repeat whose content digest differs from the one
+// the key's first message had: the caller reused a key for another request,
+// and answering with the first task would hide that.
+func sameContent(h *hub, digest string) error {
+	h.mu.Lock()
+	first := ""
+	if h.snap != nil {
+		first = firstDigest(h.snap.Task)
+	} else if h.run != nil {
+		first = h.run.digest
+	}
+	h.mu.Unlock()
+	if first == "" || first == digest {
+		return nil
+	}
+	return a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf(
+		"idempotency key reused with different content: the first message with this key (task %s) has digest %s", h.id, first)).
+		WithDetails(map[string]any{"taskId": string(h.id), "digest": first})
 }
 
 // sendRepeat answers a blocking send whose key already started task h:

@@ -2,8 +2,13 @@ package tasks_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"iter"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -162,4 +167,71 @@ func openEngine(t *testing.T, dir string, x a2asrv.AgentExecutor, opts ...tasks.
 		st.Close()
 	})
 	return st, e
+}
+
+// TestIdempotencyKeyReusedWithOtherContent: a key repeated with another
+// message is refused (InvalidParams, -32602 on the wire) with the digest of
+// the first message, blocking or streaming, before and after a restart; the
+// same message still gets the first task.
+func TestIdempotencyKeyReusedWithOtherContent(t *testing.T) {
+	dir := t.TempDir()
+	x := &countingExec{scriptExec: &scriptExec{release: make(chan struct{})}}
+	st, e := openEngine(t, dir, x, tasks.WithIdempotencyKey(metadataKey))
+	res, err := e.SendMessage(t.Context(), keyedSend("hello", "k2", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(*a2a.Task).ID
+	if res, err := e.SendMessage(t.Context(), keyedSend("hello", "k2", "")); err != nil || res.(*a2a.Task).ID != id {
+		t.Fatalf("same content, same key: %v %v, want task %s", res, err, id)
+	}
+	refused := func(e *tasks.Engine) string {
+		t.Helper()
+		_, err := e.SendMessage(t.Context(), keyedSend("goodbye", "k2", ""))
+		var ae *a2a.Error
+		if !errors.Is(err, a2a.ErrInvalidParams) || !errors.As(err, &ae) ||
+			!strings.Contains(ae.Message, "idempotency key reused with different content") || !strings.Contains(ae.Message, "sha256:") {
+			t.Fatalf("other content, same key: %v, want InvalidParams naming the first message's digest", err)
+		}
+		_, serr := collect(t, e.SendStreamingMessage(t.Context(), keyedSend("goodbye", "k2", "")))
+		if !errors.Is(serr, a2a.ErrInvalidParams) {
+			t.Fatalf("other content, same key, streaming: %v", serr)
+		}
+		return ae.Message
+	}
+	before := refused(e)
+
+	// On the wire: JSON-RPC -32602 with the message.
+	srv := httptest.NewServer(a2asrv.NewJSONRPCHandler(e))
+	defer srv.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m9","role":"ROLE_USER",` +
+		`"metadata":{"key":"k2"},"parts":[{"text":"goodbye"}]}}}`
+	resp, err := http.Post(srv.URL, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rpc struct {
+		Error *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&rpc)
+	resp.Body.Close()
+	if err != nil || rpc.Error == nil || rpc.Error.Code != -32602 || rpc.Error.Message != before {
+		t.Fatalf("JSON-RPC answer: %+v %v, want -32602 %q", rpc.Error, err, before)
+	}
+
+	shutdown(e)
+	st.Close()
+	_, e2 := openEngine(t, dir, x, tasks.WithIdempotencyKey(metadataKey))
+	if after := refused(e2); after != before {
+		t.Fatalf("after a restart the refusal says %q, before %q", after, before)
+	}
+	if res, err := e2.SendMessage(t.Context(), keyedSend("hello", "k2", "")); err != nil || res.(*a2a.Task).ID != id {
+		t.Fatalf("same content after a restart: %v %v", res, err)
+	}
+	if n := x.runs.Load(); n != 1 {
+		t.Fatalf("%d executions, want 1", n)
+	}
 }

@@ -43,6 +43,9 @@ type run struct {
 	resume bool
 
 	pushConfig *a2a.PushConfig // saved with the task's first write
+	// digest is the content digest of a new task's message that carried an
+	// idempotency key, kept in the task's metadata ([ContentDigestKey]).
+	digest string
 
 	mu        sync.Mutex
 	cur       *Snapshot // with every applied event; nil until a new task's first event
@@ -316,8 +319,10 @@ func (r *run) recordLocked(ev a2a.Event, msg *a2a.Message) bool {
 	queued := len(r.pending)
 	next := r.cur
 	if next == nil {
-		if _, ok := ev.(*a2a.Task); !ok {
-			t := a2a.NewSubmittedTask(r.ec, r.ec.Message)
+		if t, ok := ev.(*a2a.Task); ok {
+			ev = r.firstTask(t)
+		} else {
+			t := r.firstTask(a2a.NewSubmittedTask(r.ec, r.ec.Message))
 			var err error
 			if next, err = apply(nil, t, now); err != nil {
 				r.err = a2a.NewError(a2a.ErrInternalError, err.Error())
@@ -363,6 +368,18 @@ func (r *run) recordLocked(ev a2a.Event, msg *a2a.Message) bool {
 	default: // the writer is already due to look
 	}
 	return true
+}
+
+// firstTask is t, the first event of a new task, as the engine stores it:
+// with the content digest of its keyed message in its metadata. t is left
+// as the executor made it.
+func (r *run) firstTask(t *a2a.Task) *a2a.Task {
+	if r.digest == "" {
+		return t
+	}
+	c := *t
+	c.Metadata = mergeMeta(t.Metadata, map[string]any{ContentDigestKey: r.digest})
+	return &c
 }
 
 func version(s *Snapshot) uint64 {

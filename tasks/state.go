@@ -71,6 +71,12 @@ func apply(prev *Snapshot, ev a2a.Event, now time.Time) (*Snapshot, error) {
 		if !validState(e.Status.State) {
 			return nil, fmt.Errorf("%w: task with state %q", ErrInvalidEvent, e.Status.State)
 		}
+		if d := firstDigest(cur); d != "" && firstDigest(e) == "" {
+			// The digest is the engine's, not the executor's: a task it yields whole keeps it.
+			c := *e
+			c.Metadata = mergeMeta(e.Metadata, map[string]any{ContentDigestKey: d})
+			e = &c
+		}
 		next.Task = e
 		next.Updated = statusTime(e.Status, now)
 	case *a2a.TaskStatusUpdateEvent:
