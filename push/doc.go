@@ -4,9 +4,9 @@
 // # Sending
 //
 // A push target is checked twice by a [Guard], which is on by default: once
-// when its config is created ([Guard.CheckURL]: https only, and no loopback,
-// private, link-local, multicast or CGNAT address unless the host is
-// allow-listed), and again at every connection ([Guard.Client]), on the
+// when its config is created ([Guard.CheckURL]: https only, and no address
+// that is not globally reachable, in any IPv4 or IPv6 form, unless the host
+// is allow-listed), and again at every connection ([Guard.Client]), on the
 // address actually dialled, so a name that resolves elsewhere later (DNS
 // rebinding) or a redirect cannot reach what the first check refused.
 //

@@ -24,31 +24,67 @@ var ErrTargetRefused = errors.New("push target refused")
 // check.
 const maxRedirects = 3
 
-// refusedNets are the address ranges a push target may not reach unless
-// allow-listed, each with the reason an error gives.
-var refusedNets = []struct {
+// special is one of the IANA special-purpose ranges (the IPv4 and IPv6
+// Special-Purpose Address Registries) that are not globally reachable, or
+// an IPv6 form that carries an IPv4 address. A push target may not reach
+// one unless allow-listed.
+type special struct {
 	prefix netip.Prefix
-	why    string
-}{
-	{netip.MustParsePrefix("0.0.0.0/8"), "an unspecified (\"this network\") address"},
-	{netip.MustParsePrefix("10.0.0.0/8"), "a private address (RFC 1918)"},
-	{netip.MustParsePrefix("100.64.0.0/10"), "a carrier-grade NAT address (RFC 6598)"},
-	{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address"},
-	{netip.MustParsePrefix("169.254.0.0/16"), "a link-local address (where cloud metadata services answer)"},
-	{netip.MustParsePrefix("172.16.0.0/12"), "a private address (RFC 1918)"},
-	{netip.MustParsePrefix("192.168.0.0/16"), "a private address (RFC 1918)"},
-	{netip.MustParsePrefix("224.0.0.0/4"), "a multicast address"},
-	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved or broadcast address"},
-	{netip.MustParsePrefix("::/128"), "an unspecified address"},
-	{netip.MustParsePrefix("::1/128"), "a loopback address"},
-	{netip.MustParsePrefix("fc00::/7"), "a unique local address (private IPv6)"},
-	{netip.MustParsePrefix("fe80::/10"), "a link-local address"},
-	{netip.MustParsePrefix("ff00::/8"), "a multicast address"},
+	why    string // what an error calls an address in it
+	// v4 extracts the IPv4 address a form carries: an address whose IPv4
+	// address is refused is refused, named after it.
+	v4 func(b [16]byte) netip.Addr
+	// viaV4 marks a form that is as reachable as its IPv4 address (NAT64,
+	// 6to4): refused only when that address is.
+	viaV4 bool
+	in    string // how a refusal of its IPv4 address names the form
 }
 
-// nat64 is the well-known NAT64 prefix (RFC 6052): its addresses carry an
-// IPv4 address in their last 4 bytes, which is what a NAT64 gateway reaches.
-var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+func last4(b [16]byte) netip.Addr { return netip.AddrFrom4([4]byte(b[12:])) }
+
+// specials are checked in order, the first that contains an address
+// deciding, so the smaller blocks come before the ones they are inside.
+var specials = []special{
+	{prefix: netip.MustParsePrefix("0.0.0.0/8"), why: "a \"this network\" address (unspecified)"},
+	{prefix: netip.MustParsePrefix("10.0.0.0/8"), why: "a private address (RFC 1918)"},
+	{prefix: netip.MustParsePrefix("100.64.0.0/10"), why: "a carrier-grade NAT address (RFC 6598)"},
+	{prefix: netip.MustParsePrefix("127.0.0.0/8"), why: "a loopback address"},
+	{prefix: netip.MustParsePrefix("169.254.0.0/16"), why: "a link-local address (where cloud metadata services answer)"},
+	{prefix: netip.MustParsePrefix("172.16.0.0/12"), why: "a private address (RFC 1918)"},
+	// Two of its addresses are global anycast (192.0.0.9, .10); a webhook has no use for them.
+	{prefix: netip.MustParsePrefix("192.0.0.0/24"), why: "an IETF protocol assignments address (RFC 6890)"},
+	{prefix: netip.MustParsePrefix("192.0.2.0/24"), why: "a documentation address (TEST-NET-1)"},
+	{prefix: netip.MustParsePrefix("192.88.99.0/24"), why: "a 6to4 relay anycast address (deprecated, RFC 7526)"},
+	{prefix: netip.MustParsePrefix("192.168.0.0/16"), why: "a private address (RFC 1918)"},
+	{prefix: netip.MustParsePrefix("198.18.0.0/15"), why: "a benchmarking address (RFC 2544)"},
+	{prefix: netip.MustParsePrefix("198.51.100.0/24"), why: "a documentation address (TEST-NET-2)"},
+	{prefix: netip.MustParsePrefix("203.0.113.0/24"), why: "a documentation address (TEST-NET-3)"},
+	{prefix: netip.MustParsePrefix("224.0.0.0/4"), why: "a multicast address"},
+	{prefix: netip.MustParsePrefix("255.255.255.255/32"), why: "the limited broadcast address"},
+	{prefix: netip.MustParsePrefix("240.0.0.0/4"), why: "a reserved address (240.0.0.0/4)"},
+
+	{prefix: netip.MustParsePrefix("::/128"), why: "an unspecified address"},
+	{prefix: netip.MustParsePrefix("::1/128"), why: "a loopback address"},
+	// IPv4-compatible addresses are deprecated (RFC 4291) and used by no webhook.
+	{prefix: netip.MustParsePrefix("::/96"), why: "an IPv4-compatible address (deprecated, RFC 4291)", v4: last4, in: ", IPv4-compatible"},
+	// IPv4-mapped: written as a literal, a way around filters; reachable as its IPv4 address.
+	{prefix: netip.MustParsePrefix("::ffff:0:0/96"), why: "an IPv4-mapped address (write the IPv4 address itself)", v4: last4, in: ", IPv4-mapped"},
+	{prefix: netip.MustParsePrefix("64:ff9b::/96"), why: "a NAT64 address", v4: last4, viaV4: true, in: " behind NAT64"},
+	{prefix: netip.MustParsePrefix("64:ff9b:1::/48"), why: "a local-use NAT64 address (RFC 8215)"},
+	{prefix: netip.MustParsePrefix("100::/64"), why: "a discard-only address (RFC 6666)"},
+	{prefix: netip.MustParsePrefix("100:0:0:1::/64"), why: "a dummy prefix address (RFC 9780)"},
+	{prefix: netip.MustParsePrefix("2001::/32"), why: "a Teredo address (RFC 4380)"},
+	// Some of its sub-blocks are global (AMT, AS112, ORCHIDv2, drones); none serves webhooks.
+	{prefix: netip.MustParsePrefix("2001::/23"), why: "an IETF protocol assignments address (RFC 2928)"},
+	{prefix: netip.MustParsePrefix("2001:db8::/32"), why: "a documentation address"},
+	{prefix: netip.MustParsePrefix("2002::/16"), why: "a 6to4 address", v4: func(b [16]byte) netip.Addr { return netip.AddrFrom4([4]byte(b[2:6])) }, viaV4: true, in: " in 6to4"},
+	{prefix: netip.MustParsePrefix("3fff::/20"), why: "a documentation address (RFC 9637)"},
+	{prefix: netip.MustParsePrefix("5f00::/16"), why: "a segment routing (SRv6) SID (RFC 9602)"},
+	{prefix: netip.MustParsePrefix("fc00::/7"), why: "a unique local address (private IPv6)"},
+	{prefix: netip.MustParsePrefix("fe80::/10"), why: "a link-local address"},
+	{prefix: netip.MustParsePrefix("fec0::/10"), why: "a site-local address (deprecated, RFC 3879)"},
+	{prefix: netip.MustParsePrefix("ff00::/8"), why: "a multicast address"},
+}
 
 // A Resolver looks up a host's addresses. *net.Resolver is one; tests pass
 // their own so that nothing leaves the machine.
@@ -72,10 +108,14 @@ func WithResolver(r Resolver) GuardOption {
 
 // A Guard keeps push deliveries away from the agent's own network (SSRF). A
 // target must be https, and every address its host resolves to must be
-// public: loopback, private (RFC 1918, ULA), link-local (169.254.0.0/16 with
-// the cloud metadata address, fe80::/10), multicast, unspecified, reserved
-// and CGNAT (100.64.0.0/10) addresses are refused, IPv4-mapped and NAT64
-// forms included.
+// globally reachable: every range of the IANA IPv4 and IPv6 special-purpose
+// registries that is not (loopback, private and ULA, link-local with the
+// cloud metadata address, CGNAT, documentation, benchmarking, IETF protocol
+// assignments, Teredo, discard-only, reserved, unspecified), multicast and
+// site-local are refused. So are the IPv6 forms that carry a refused IPv4
+// address (IPv4-mapped, IPv4-compatible, NAT64 64:ff9b::/96, 6to4
+// 2002::/16); a literal IPv4-mapped or IPv4-compatible host is refused
+// whatever it carries.
 //
 // The allow-list lifts these rules. A host name on it (matched exactly,
 // case-insensitively) may be plain http and resolve anywhere. An IP or CIDR
@@ -222,23 +262,27 @@ func (g *Guard) netListed(a netip.Addr) bool {
 	return false
 }
 
-// refusal says why a may not be reached, or "" if it may.
+// refusal says why a may not be reached, or "" if it may. An address in
+// one of the IPv6 forms that carry an IPv4 address is refused when that
+// address is, whatever the form.
 func (g *Guard) refusal(a netip.Addr) string {
+	a = a.WithZone("")
 	if g.netListed(a) {
 		return ""
 	}
-	a = a.Unmap().WithZone("")
-	if nat64.Contains(a) {
-		b := a.As16()
-		if why := g.refusal(netip.AddrFrom4([4]byte(b[12:]))); why != "" {
-			return why + " behind NAT64"
+	for _, s := range specials {
+		if !s.prefix.Contains(a) {
+			continue
 		}
-		return ""
-	}
-	for _, n := range refusedNets {
-		if n.prefix.Contains(a) {
-			return n.why
+		if s.v4 != nil {
+			if why := g.refusal(s.v4(a.As16())); why != "" {
+				return why + s.in
+			}
+			if s.viaV4 {
+				return ""
+			}
 		}
+		return s.why
 	}
 	return ""
 }
