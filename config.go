@@ -79,6 +79,8 @@ type Config struct {
 	// ExtendedCard adds to the card that GetExtendedAgentCard shows
 	// authenticated callers. Unset: the method answers UnsupportedOperation.
 	ExtendedCard *ExtendedCardConfig `yaml:"extended_card"`
+	// MCPServer serves the agent's skills as MCP tools at a path of its own.
+	MCPServer MCPFaceConfig `yaml:"mcp_server"`
 
 	path string // the file it came from, for messages
 }
@@ -550,6 +552,9 @@ func (c *Config) validate(doc *yaml.Node) error {
 	}
 	if c.Limits.MaxConcurrentTasks < 1 {
 		bad("limits.max_concurrent_tasks", "must be at least 1")
+	}
+	if err := c.MCPServer.validate(); err != nil {
+		bad("mcp_server.path", "%v", err)
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

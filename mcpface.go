@@ -1,0 +1,91 @@
+package handoff
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/handoff-a2a/handoff/internal/auth"
+	"github.com/handoff-a2a/handoff/mcp"
+)
+
+// MCPFaceConfig serves the agent over MCP (streamable HTTP) beside A2A:
+// each skill is a tool, and each call an A2A task of its caller.
+type MCPFaceConfig struct {
+	// Enabled turns the MCP face on. Default off.
+	Enabled bool `yaml:"enabled"`
+	// Path is where the face answers. Default /mcp.
+	Path string `yaml:"path"`
+}
+
+// defaultMCPPath is where the MCP face answers unless the config says.
+const defaultMCPPath = "/mcp"
+
+// validate checks the mcp_server section and fills in its default path.
+func (c *MCPFaceConfig) validate() error {
+	if !c.Enabled {
+		return nil
+	}
+	if c.Path == "" {
+		c.Path = defaultMCPPath
+	}
+	if !strings.HasPrefix(c.Path, "/") || strings.ContainsAny(c.Path, " {}") || c.Path == "/" {
+		return fmt.Errorf("%q is not an absolute path such as %s", c.Path, defaultMCPPath)
+	}
+	for _, taken := range []string{pathJSONRPC, pathREST, pathJWKS, "/.well-known/", "/healthz", "/readyz", "/a2a/"} {
+		if c.Path == taken || strings.HasPrefix(c.Path, taken) {
+			return fmt.Errorf("%q is under one of the agent's own routes (%s)", c.Path, taken)
+		}
+	}
+	return nil
+}
+
+// routeMCP mounts the MCP face when the config enables it. Requests are
+// authenticated like A2A ones before the MCP SDK reads them; each tool call
+// is then bound to the caller of its own HTTP request, so a session id
+// carries no identity.
+func (a *Agent) routeMCP(mux *http.ServeMux) {
+	if !a.cfg.MCPServer.Enabled {
+		return
+	}
+	var tools []mcp.FaceTool
+	for _, s := range a.cfg.Skills {
+		tools = append(tools, mcp.FaceTool{
+			Name: s.ID, Title: s.Name, Description: s.Description,
+			MessageMetadata: map[string]any{SkillMetadataKey: s.ID},
+		})
+	}
+	face := mcp.NewFace(a.cfg.Name, a.cfg.Version, tools, a.handler, a.mcpCaller, mcp.WithFaceLogger(a.log))
+	limit := a.cfg.Limits.MaxBodyBytes
+	mux.Handle(a.cfg.MCPServer.Path, http.MaxBytesHandler(mcpAuthenticate(a.authn, face), limit))
+}
+
+// mcpCaller binds the caller the headers of one MCP request name.
+func (a *Agent) mcpCaller(ctx context.Context, header http.Header) (context.Context, error) {
+	r := (&http.Request{Header: header}).WithContext(ctx)
+	p, err := a.authn.Authenticate(r)
+	if err != nil {
+		return ctx, err
+	}
+	return auth.WithPrincipal(ctx, p), nil // nil p: anonymous, never a stale caller
+}
+
+// mcpAuthenticate refuses MCP requests without acceptable credentials with
+// 401 and a JSON-RPC error body, before the SDK reads them.
+func mcpAuthenticate(a *auth.Authenticator, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := a.Authenticate(r); err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_ = json.NewEncoder(w).Encode(map[string]any{
+				"jsonrpc": "2.0", "id": nil,
+				"error": map[string]any{"code": -32001, "message": err.Error()},
+			})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
