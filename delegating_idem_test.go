@@ -31,7 +31,8 @@ skills: [{id: notes-stats, name: Stats, executor: mcp, tool: notes__stats}]
 		t.Helper()
 		env := ""
 		if key != "" {
-			env = fmt.Sprintf(`,"metadata":{"https://github.com/handoff-a2a/handoff/ext/delegation/v1":{"actor":"x","hops":1,"idempotencyKey":%q,"provenance":[{"agent":"Front"}]}}`, key)
+			env = fmt.Sprintf(`,"metadata":{"https://github.com/handoff-a2a/handoff/ext/delegation/v1":{"actor":"x","hops":1,"deadline":%q,"idempotencyKey":%q,"provenance":[{"agent":"Front"}]}}`,
+				time.Now().Add(time.Minute).UTC().Format(time.RFC3339), key)
 		}
 		_, out := call(t, peer, "", "", "SendMessage", fmt.Sprintf(`{"message":{"messageId":%q,"role":"ROLE_USER","parts":[{"data":{}}]%s}}`, id, env))
 		task := resultTask(t, out)
@@ -63,7 +64,8 @@ func TestResumeBeforeThePeerAnswered(t *testing.T) {
 	// What the dead agent had sent: the peer's task exists under the key.
 	local := a2a.NewTaskID()
 	_, out := call(t, peer, "", "", "SendMessage", fmt.Sprintf(`{"message":{"messageId":"before-crash","role":"ROLE_USER","parts":[{"data":{}}],
-		"metadata":{%q:{"actor":"anonymous","hops":1,"idempotencyKey":%q,"provenance":[{"agent":"Front"}]}}}}`, delegation.EnvelopeExtension, local))
+		"metadata":{%q:{"actor":"anonymous","hops":1,"deadline":%q,"idempotencyKey":%q,"provenance":[{"agent":"Front"}]}}}}`,
+		delegation.EnvelopeExtension, time.Now().Add(time.Minute).UTC().Format(time.RFC3339), local))
 	remote := resultTask(t, out)["id"].(string)
 
 	// What the dead agent had stored: its task, working, with the record of its intent.

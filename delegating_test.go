@@ -2,13 +2,18 @@ package handoff
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/handoff-a2a/handoff/acceptance"
+	"github.com/handoff-a2a/handoff/agentcard"
+	"github.com/handoff-a2a/handoff/delegation"
 )
 
 // writeContract writes an acceptance contract for skill with condition.
@@ -127,10 +132,40 @@ skills:
 		t.Fatalf("ledger: %v %v", entries, err)
 	}
 
-	// The peer refuses an envelope whose provenance already holds it (a cycle).
-	_, out := call(t, peer, "", "", "SendMessage", `{"message":{"messageId":"cyc","role":"ROLE_USER","parts":[{"data":{}}],
-		"metadata":{"https://github.com/handoff-a2a/handoff/ext/delegation/v1":{"actor":"x","hops":1,"provenance":[{"agent":"Peer"}]}}}}`)
-	if errorCode(out) != -32602 || !strings.Contains(fmt.Sprint(out), "cycle") {
-		t.Fatalf("cycle: %v", out)
+	// The peer refuses an envelope whose provenance already holds its card
+	// (a cycle), under whatever name; its name on another card is no cycle.
+	deadline := time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+	for _, tc := range []struct{ name, hop, want string }{
+		{"its card under another name", fmt.Sprintf(`{"agent":"Renamed","cardDigest":%q}`, cardDigestOf(t, peer)), "cycle"},
+		{"its name on another card", `{"agent":"Peer","cardDigest":"sha256:` + strings.Repeat("0", 64) + `"}`, ""},
+	} {
+		_, out := call(t, peer, "", "", "SendMessage", fmt.Sprintf(`{"message":{"messageId":"cyc-%d","role":"ROLE_USER","parts":[{"data":{}}],
+		"metadata":{"https://github.com/handoff-a2a/handoff/ext/delegation/v1":{"actor":"x","hops":1,"deadline":%q,"provenance":[%s]}}}}`, len(tc.name), deadline, tc.hop))
+		if refused := errorCode(out) == -32602 && strings.Contains(fmt.Sprint(out), "delegation cycle"); refused != (tc.want != "") {
+			t.Fatalf("%s: refused as a cycle %v, want %v: %v", tc.name, refused, tc.want != "", out)
+		}
 	}
+}
+
+// cardDigestOf fetches the agent's card and returns its delegation.CardDigest.
+func cardDigestOf(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	card, err := agentcard.ParseCard(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := delegation.CardDigest(card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

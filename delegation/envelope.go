@@ -32,7 +32,7 @@ var (
 	ErrDeadlinePassed = errors.New("delegation deadline passed")
 	// ErrScopeNotGranted: the envelope asks for a scope the receiver does not grant.
 	ErrScopeNotGranted = errors.New("delegation scope not granted")
-	// ErrCycle: the receiver already appears in the provenance chain.
+	// ErrCycle: the receiver's card already appears in the provenance chain.
 	ErrCycle = errors.New("delegation cycle")
 	// ErrMalformedEnvelope: the metadata under [EnvelopeExtension] is not a
 	// well-formed envelope.
@@ -41,10 +41,12 @@ var (
 
 // A Hop names one agent a delegated task passed through.
 type Hop struct {
-	// Agent is the agent's name, as its card gives it.
+	// Agent is the agent's name, as its card gives it: shown in refusals,
+	// never compared, since two agents may share a name.
 	Agent string
-	// CardDigest is the agent's [CardDigest], or empty when unknown. It
-	// tells apart agents that share a name and catches one agent under two.
+	// CardDigest is the agent's [CardDigest], or empty when unknown. It is
+	// the agent's identity in cycle detection: a hop without one matches
+	// no agent, and the hop limit alone bounds its chain.
 	CardDigest string
 }
 
@@ -60,7 +62,8 @@ type Envelope struct {
 	Scopes []string
 	// Provenance lists the agents the task passed through, oldest first.
 	Provenance []Hop
-	// Deadline is when the work stops being useful; zero means none.
+	// Deadline is when the work stops being useful; required, since work
+	// without one could run forever on the receiver's account.
 	Deadline time.Time
 	// IdempotencyKey makes a retried delegation find the task it already
 	// started instead of starting another.
@@ -192,9 +195,11 @@ func validate(e *Envelope) error {
 		return fmt.Errorf("%w: no actor", ErrMalformedEnvelope)
 	case e.Hops < len(e.Provenance):
 		return fmt.Errorf("%w: hops %d with %d agents in the provenance", ErrMalformedEnvelope, e.Hops, len(e.Provenance))
+	case e.Deadline.IsZero():
+		return fmt.Errorf("%w: no deadline (an RFC 3339 time after which the work stops being useful is required)", ErrMalformedEnvelope)
 	}
 	// Attach writes the deadline as RFC 3339, which has four-digit years only.
-	if y := e.Deadline.UTC().Year(); !e.Deadline.IsZero() && (y < 1 || y > 9999) {
+	if y := e.Deadline.UTC().Year(); y < 1 || y > 9999 {
 		return fmt.Errorf("%w: deadline year %d out of range", ErrMalformedEnvelope, y)
 	}
 	for i, s := range e.Scopes {
@@ -236,7 +241,9 @@ type ReceiverPolicy struct {
 // Check decides whether self may act on e, at now. It returns nil or an
 // error wrapping one of [ErrMalformedEnvelope], [ErrHopLimit], [ErrCycle],
 // [ErrDeadlinePassed] or [ErrScopeNotGranted], checked in that order. A
-// refused envelope means nothing may be executed for it.
+// refused envelope means nothing may be executed for it. A cycle is self's
+// card digest in the provenance, whatever name the hop gives; a self
+// without a digest detects none.
 func Check(e *Envelope, self Hop, policy ReceiverPolicy, now time.Time) error {
 	if err := validate(e); err != nil {
 		return err
@@ -249,15 +256,11 @@ func Check(e *Envelope, self Hop, policy ReceiverPolicy, now time.Time) error {
 		return fmt.Errorf("%w: %d hops, at most %d", ErrHopLimit, e.Hops, limit)
 	}
 	for i, h := range e.Provenance {
-		if h.Agent == self.Agent || (self.CardDigest != "" && h.CardDigest == self.CardDigest) {
-			card := "" // a hop without a card digest names the agent only
-			if h.CardDigest != "" {
-				card = " (card " + h.CardDigest + ")"
-			}
-			return fmt.Errorf("%w: agent %q%s already at hop %d", ErrCycle, h.Agent, card, i)
+		if self.CardDigest != "" && h.CardDigest == self.CardDigest {
+			return fmt.Errorf("%w: agent %q (card %s) already at hop %d", ErrCycle, h.Agent, h.CardDigest, i)
 		}
 	}
-	if !e.Deadline.IsZero() && !now.Before(e.Deadline) {
+	if !now.Before(e.Deadline) {
 		return fmt.Errorf("%w: deadline %s, now %s", ErrDeadlinePassed, e.Deadline.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
 	var missing []string

@@ -124,6 +124,8 @@ var malformed = map[string]string{
 	"empty scope":         `{"actor":"alice","hops":0,"scopes":[""]}`,
 	"deadline not 3339":   `{"actor":"alice","hops":0,"deadline":"tomorrow"}`,
 	"deadline before AD1": `{"actor":"alice","hops":0,"deadline":"0001-01-01T00:00:00+01:00"}`,
+	"no deadline":         `{"actor":"alice","hops":0}`,
+	"zero deadline":       `{"actor":"alice","hops":0,"deadline":"0001-01-01T00:00:00Z"}`,
 }
 
 func TestEnvelopeFromMalformed(t *testing.T) {
@@ -179,13 +181,18 @@ func TestCheck(t *testing.T) {
 			edit:   func(e *delegation.Envelope) *delegation.Envelope { return e.Next(delegation.Hop{Agent: "b"}) }},
 		{name: "deadline passed", self: payHop, policy: granted, want: delegation.ErrDeadlinePassed,
 			edit: func(e *delegation.Envelope) *delegation.Envelope { e.Deadline = now; return e }},
-		{name: "no deadline", self: payHop, policy: granted,
+		{name: "deadline long past", self: payHop, policy: granted, want: delegation.ErrDeadlinePassed,
+			edit: func(e *delegation.Envelope) *delegation.Envelope { e.Deadline = now.AddDate(-1, 0, 0); return e }},
+		{name: "no deadline", self: payHop, policy: granted, want: delegation.ErrMalformedEnvelope,
 			edit: func(e *delegation.Envelope) *delegation.Envelope { e.Deadline = time.Time{}; return e }},
 		{name: "scope not granted", self: payHop, want: delegation.ErrScopeNotGranted,
 			policy: delegation.ReceiverPolicy{Granted: []string{"refunds:read"}}},
 		{name: "no scopes granted by default", self: payHop, want: delegation.ErrScopeNotGranted},
-		{name: "cycle by name", self: delegation.Hop{Agent: "front"}, policy: granted, want: delegation.ErrCycle},
+		{name: "same name, another card: no cycle", self: delegation.Hop{Agent: "front", CardDigest: "sha256:" + hex64('c')}, policy: granted},
 		{name: "cycle by card digest", self: delegation.Hop{Agent: "front-renamed", CardDigest: frontHop.CardDigest}, policy: granted, want: delegation.ErrCycle},
+		{name: "cycle by card digest, same name", self: frontHop, policy: granted, want: delegation.ErrCycle},
+		{name: "a hop without a card digest matches no one", self: payHop, policy: granted,
+			edit: func(e *delegation.Envelope) *delegation.Envelope { return e.Next(delegation.Hop{Agent: "payments"}) }},
 		{name: "malformed", self: payHop, policy: granted, want: delegation.ErrMalformedEnvelope,
 			edit: func(e *delegation.Envelope) *delegation.Envelope { e.Actor = ""; return e }},
 		{name: "nil", self: payHop, policy: granted, want: delegation.ErrMalformedEnvelope,
@@ -249,23 +256,32 @@ func FuzzEnvelope(f *testing.F) {
 	})
 }
 
-// TestCheckCycleMessage: the refusal names the card only when the hop has one.
+// TestCheckCycleMessage: the refusal names the hop's agent and its card,
+// whatever name the receiver goes by.
 func TestCheckCycleMessage(t *testing.T) {
 	now := time.Now()
+	card := "sha256:" + strings.Repeat("ab", 32)
+	e := &delegation.Envelope{Actor: "user:a", Hops: 1, Provenance: []delegation.Hop{{Agent: "Bystander", CardDigest: card}}, Deadline: now.Add(time.Minute)}
+	err := delegation.Check(e, delegation.Hop{Agent: "Bystander (renamed)", CardDigest: card}, delegation.ReceiverPolicy{}, now)
+	if want := `agent "Bystander" (card ` + card + `) already at hop 0`; !errors.Is(err, delegation.ErrCycle) || !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("Check = %v, want it to end with %q", err, want)
+	}
+}
+
+// TestCheckDeadlineMessages: a refused deadline says what was wrong with it.
+func TestCheckDeadlineMessages(t *testing.T) {
 	for _, tt := range []struct {
-		name string
-		hop  delegation.Hop
-		want string
+		name     string
+		deadline time.Time
+		want     string
 	}{
-		{"no card digest", delegation.Hop{Agent: "Bystander"}, `agent "Bystander" already at hop 0`},
-		{"card digest", delegation.Hop{Agent: "Bystander", CardDigest: "sha256:" + strings.Repeat("ab", 32)},
-			`agent "Bystander" (card sha256:` + strings.Repeat("ab", 32) + `) already at hop 0`},
+		{"none", time.Time{}, "malformed delegation envelope: no deadline"},
+		{"past", now.Add(-time.Minute), "delegation deadline passed: deadline 2026-11-29T11:59:00Z, now 2026-11-29T12:00:00Z"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := &delegation.Envelope{Actor: "user:a", Hops: 1, Provenance: []delegation.Hop{tt.hop}, Deadline: now.Add(time.Minute)}
-			err := delegation.Check(e, delegation.Hop{Agent: "Bystander"}, delegation.ReceiverPolicy{}, now)
-			if !errors.Is(err, delegation.ErrCycle) || !strings.HasSuffix(err.Error(), tt.want) {
-				t.Fatalf("Check = %v, want it to end with %q", err, tt.want)
+			e := &delegation.Envelope{Actor: "user:a", Deadline: tt.deadline}
+			if err := delegation.Check(e, payHop, delegation.ReceiverPolicy{}, now); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Fatalf("Check = %v, want %q…", err, tt.want)
 			}
 		})
 	}

@@ -365,15 +365,18 @@ func TestDelegationAcrossProcesses(t *testing.T) {
 	t.Run("hop limit and cycle: refused by the receiver", func(t *testing.T) {
 		c := jsonrpcClient(t, w.bystander)
 		ctx := a2aclient.AttachServiceParams(callCtx(t), a2aclient.ServiceParams{a2a.SvcParamExtensions: {delegation.EnvelopeExtension}})
+		deadline, card := time.Now().Add(time.Minute), cardDigestAt(t, w.bystander.base)
 		for _, tc := range []struct {
 			name           string
 			env            delegation.Envelope
 			prefix, suffix string
 		}{
-			{"over max_hops", delegation.Envelope{Actor: "e2e", Hops: 3, Provenance: []delegation.Hop{{Agent: "A"}, {Agent: "B"}, {Agent: "C"}}},
+			{"over max_hops", delegation.Envelope{Actor: "e2e", Hops: 3, Deadline: deadline, Provenance: []delegation.Hop{{Agent: "A"}, {Agent: "B"}, {Agent: "C"}}},
 				"delegation refused: delegation hop limit exceeded: 3 hops, at most 2", ""},
-			{"cycle", delegation.Envelope{Actor: "e2e", Hops: 2, Provenance: []delegation.Hop{{Agent: "Bystander"}, {Agent: "Front"}}},
-				`delegation refused: delegation cycle: agent "Bystander"`, "already at hop 0"},
+			{"cycle", delegation.Envelope{Actor: "e2e", Hops: 2, Deadline: deadline, Provenance: []delegation.Hop{{Agent: "Renamed", CardDigest: card}, {Agent: "Front"}}},
+				`delegation refused: delegation cycle: agent "Renamed" (card ` + card + ")", "already at hop 0"},
+			{"no deadline", delegation.Envelope{Actor: "e2e", Hops: 1, Provenance: []delegation.Hop{{Agent: "Front"}}},
+				"delegation envelope: malformed delegation envelope: no deadline", ""},
 		} {
 			m := userMessage(uniqueID("envelope"), "count the notes")
 			tc.env.Attach(m)
@@ -394,7 +397,7 @@ func TestDelegationAcrossProcesses(t *testing.T) {
 		}
 		// The control: an envelope within the limits is served.
 		m := userMessage(uniqueID("envelope"), "count the notes")
-		(&delegation.Envelope{Actor: "e2e", Hops: 2, Provenance: []delegation.Hop{{Agent: "A"}, {Agent: "Front"}}}).Attach(m)
+		(&delegation.Envelope{Actor: "e2e", Hops: 2, Deadline: time.Now().Add(time.Minute), Provenance: []delegation.Hop{{Agent: "Bystander"}, {Agent: "Front"}}}).Attach(m)
 		task := sendTask(t, jsonrpcClient(t, w.bystander), &a2a.SendMessageRequest{Message: m})
 		wantState(t, "an envelope within the limits", task, a2a.TaskStateCompleted)
 	})
