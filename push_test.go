@@ -233,3 +233,111 @@ func TestPushConfigMethods03(t *testing.T) {
 		t.Fatalf("get after delete: %v", get)
 	}
 }
+
+// authRecorder is a real webhook endpoint that records, per path, the
+// Authorization and A2A-Push-Signature headers of each delivery.
+type authRecorder struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	got map[string][][2]string // path → [authorization, signature] of each delivery
+}
+
+func newAuthRecorder(t *testing.T) *authRecorder {
+	r := &authRecorder{got: map[string][][2]string{}}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		auth := "(none)"
+		if vs, ok := req.Header["Authorization"]; ok {
+			auth = strings.Join(vs, ",")
+		}
+		r.got[req.URL.Path] = append(r.got[req.URL.Path], [2]string{auth, req.Header.Get(push.HeaderSignature)})
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+// first waits for the first delivery to path and returns its headers.
+func (r *authRecorder) first(t *testing.T, path string) (auth, signature string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r.mu.Lock()
+		got := r.got[path]
+		r.mu.Unlock()
+		if len(got) > 0 {
+			return got[0][0], got[0][1]
+		}
+		if time.Now().After(deadline) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			t.Fatalf("no delivery to %s; got %v", path, r.got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPushBearerWithoutCredentials: a config whose authentication names
+// Bearer and no credentials gets the push JWT as its bearer token, on the
+// 0.3 (tasks/pushNotificationConfig/set) and the 1.0 path; one naming
+// another scheme without credentials gets no Authorization header; never an
+// empty credential.
+func TestPushBearerWithoutCredentials(t *testing.T) {
+	url := startAgent(t, pushConfig(t, ""))
+	hooks := newAuthRecorder(t)
+	// Each config is set on a task waiting for input, which the next message
+	// completes: its last events are delivered to the config.
+	set03 := func(path, auth string) {
+		_, out := postJSONRPC(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"messageId":"tck-input-required-`+path[1:]+`","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`)
+		id, _ := out["result"].(map[string]any)["id"].(string)
+		if id == "" {
+			t.Fatalf("0.3 send: %v", out)
+		}
+		_, out = postJSONRPC(t, url, "", fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/set","params":{"taskId":%q,"pushNotificationConfig":{"url":%q,"authentication":%s}}}`,
+			id, hooks.srv.URL+path, auth))
+		if out["result"] == nil {
+			t.Fatalf("0.3 set %s: %v", path, out)
+		}
+		_, out = postJSONRPC(t, url, "", fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"message/send","params":{"message":{"messageId":"m-%s","taskId":%q,"role":"user","parts":[{"kind":"text","text":"go on"}]}}}`, path[1:], id))
+		if out["result"] == nil {
+			t.Fatalf("0.3 follow-up %s: %v", path, out)
+		}
+	}
+	set10 := func(path, auth string) {
+		_, out := call(t, url, "", "", "SendMessage", `{"message":{"messageId":"tck-input-required-`+path[1:]+`","role":"ROLE_USER","parts":[{"text":"hi"}]}}`)
+		task, _ := out["result"].(map[string]any)["task"].(map[string]any)
+		id, _ := task["id"].(string)
+		if id == "" {
+			t.Fatalf("1.0 send: %v", out)
+		}
+		if _, out := call(t, url, "", "", "CreateTaskPushNotificationConfig", fmt.Sprintf(`{"taskId":%q,"url":%q,"authentication":%s}`, id, hooks.srv.URL+path, auth)); out["result"] == nil {
+			t.Fatalf("1.0 create %s: %v", path, out)
+		}
+		if _, out := call(t, url, "", "", "SendMessage", fmt.Sprintf(`{"message":{"messageId":"m-%s","taskId":%q,"role":"ROLE_USER","parts":[{"text":"go on"}]}}`, path[1:], id)); out["result"] == nil {
+			t.Fatalf("1.0 follow-up %s: %v", path, out)
+		}
+	}
+	set03("/v03-bearer", `{"schemes":["Bearer"]}`)
+	set03("/v03-basic", `{"schemes":["Basic"]}`)
+	set03("/v03-given", `{"schemes":["Bearer"],"credentials":"given-token"}`)
+	set10("/v10-bearer", `{"scheme":"Bearer"}`)
+	set10("/v10-lower", `{"scheme":"bearer"}`)
+	set10("/v10-basic", `{"scheme":"Basic"}`)
+	for _, tc := range []struct{ path, want string }{
+		{"/v03-bearer", "jwt"}, {"/v10-bearer", "jwt"}, {"/v10-lower", "jwt"},
+		{"/v03-basic", "(none)"}, {"/v10-basic", "(none)"},
+		{"/v03-given", "Bearer given-token"},
+	} {
+		path, want := tc.path, tc.want
+		auth, sig := hooks.first(t, path)
+		if sig == "" {
+			t.Errorf("%s: no %s header", path, push.HeaderSignature)
+		}
+		if want == "jwt" {
+			want = "Bearer " + sig
+		}
+		if auth != want {
+			t.Errorf("%s: Authorization %q, want %q", path, auth, want)
+		}
+	}
+}

@@ -361,10 +361,8 @@ func (d *Dispatcher) post(ctx context.Context, pd *tasks.PushDelivery, seq uint6
 		req.Header.Set(HeaderToken, cfg.Token)
 		req.Header.Set(HeaderTokenX, cfg.Token)
 	}
-	if cfg.Auth != nil && cfg.Auth.Scheme != "" {
-		req.Header.Set("Authorization", cfg.Auth.Scheme+" "+cfg.Auth.Credentials)
-	} else {
-		req.Header.Set("Authorization", "Bearer "+jwt)
+	if auth := authorization(cfg.Auth, jwt); auth != "" {
+		req.Header.Set("Authorization", auth)
 	}
 	resp, err := d.client.Do(req)
 	var ue *url.Error
@@ -386,6 +384,25 @@ func (d *Dispatcher) post(ctx context.Context, pd *tasks.PushDelivery, seq uint6
 		return parseRetryAfter(resp.Header.Get("Retry-After"), d.cfg.now()), "HTTP " + resp.Status, true
 	}
 	return 0, "HTTP " + resp.Status, false
+}
+
+// authorization is the Authorization header of a delivery to a config with
+// auth, or "" for none: the config's scheme and credentials when it has
+// both; the push JWT as the bearer token when it names no scheme or names
+// Bearer without credentials (the push-signature extension promises it);
+// nothing for another scheme without credentials. Never an empty credential.
+func authorization(auth *a2a.PushAuthInfo, jwt string) string {
+	if auth == nil {
+		return "Bearer " + jwt
+	}
+	scheme, creds := strings.TrimSpace(auth.Scheme), strings.TrimSpace(auth.Credentials)
+	switch {
+	case scheme != "" && creds != "":
+		return scheme + " " + creds
+	case scheme == "" || strings.EqualFold(scheme, "bearer"):
+		return "Bearer " + jwt
+	}
+	return ""
 }
 
 // parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
