@@ -27,6 +27,7 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 		cel.Variable("evidence", cel.MapType(cel.StringType, cel.DynType)),
 		cel.ParserExpressionSizeLimit(conditionMaxLength),
 		cel.ParserRecursionLimit(conditionMaxNesting),
+		cel.EnableMacroCallTracking(), // so that a term with a macro prints as written
 	)
 })
 
@@ -34,6 +35,9 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 type condition struct {
 	text string
 	prg  cel.Program
+	// terms are the condition's top-level && terms, each compiled alone,
+	// so that a false condition can say which term failed and what it read.
+	terms []term
 }
 
 func compileCondition(expr string) (*condition, error) {
@@ -56,7 +60,9 @@ func compileCondition(expr string) (*condition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CEL: %w", err)
 	}
-	return &condition{text: expr, prg: prg}, nil
+	// Without its terms, a false condition is shown whole: still right, less precise.
+	terms, _ := compileTerms(env, ast.NativeRep())
+	return &condition{text: expr, prg: prg, terms: terms}, nil
 }
 
 // eval runs the condition. An error means it could not say yes or no: a missing field, a type

@@ -80,6 +80,6 @@ verifiers:
 	// Output:
 	// honest: committed
 	// lying: unknown; requires receipt#/receipt_id: receipt#/receipt_id is empty; decide again in 1s
-	// greedy: rejected; verifier provider-confirms: the verifier disagrees: result.status == "settled" && result.amount_cents == evidence.receipt.amount_cents is false
+	// greedy: rejected; verifier provider-confirms: the verifier disagrees: result.amount_cents == evidence.receipt.amount_cents is false (result.amount_cents = 1250, evidence.receipt.amount_cents = 9999)
 	// ledger entries: 1
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +44,9 @@ type Completion struct {
 	DelegationID string
 	// RemoteState is the peer's terminal state.
 	RemoteState a2a.TaskState
+	// RemoteMessage is the text of the peer's final status message, its own
+	// reason for a failure ("card declined"); the gate quotes it, bounded.
+	RemoteMessage string
 	// Artifacts are the peer's artifacts, matched to the contract by Name. An artifact's data
 	// is its first data part.
 	Artifacts []*a2a.Artifact
@@ -221,9 +225,13 @@ func (g *Gate) Decide(ctx context.Context, skill string, c Completion) (Decision
 	switch c.RemoteState {
 	case a2a.TaskStateCompleted:
 	case a2a.TaskStateFailed, a2a.TaskStateRejected, a2a.TaskStateCanceled:
+		reason := "the peer reported " + stateName(c.RemoteState)
+		if c.RemoteMessage != "" {
+			reason += ": " + quotePeer(c.RemoteMessage)
+		}
 		return Decision{
 			Outcome: Failed,
-			Reasons: []Check{{Name: "remote", Reason: "the peer reported " + stateName(c.RemoteState)}},
+			Reasons: []Check{{Name: "remote", Reason: reason}},
 			Settle:  true,
 		}, nil
 	default:
@@ -231,9 +239,9 @@ func (g *Gate) Decide(ctx context.Context, skill string, c Completion) (Decision
 	}
 
 	var r report
-	evidence := g.checkArtifacts(contract, c.Artifacts, &r)
-	g.checkRequires(contract, evidence, &r)
-	g.checkFreshness(contract, evidence, &r)
+	evidence, broken := g.checkArtifacts(contract, c.Artifacts, &r)
+	g.checkRequires(contract, evidence, broken, &r)
+	g.checkFreshness(contract, evidence, broken, &r)
 	firstVerifier := len(r.checks)
 	if err := g.checkVerifiers(ctx, contract, evidence, &r); err != nil {
 		return Decision{}, err
@@ -256,16 +264,29 @@ func (g *Gate) Decide(ctx context.Context, skill string, c Completion) (Decision
 	return d, nil
 }
 
+// maxPeerText bounds, in runes, the peer's own words a reason quotes.
+const maxPeerText = 200
+
+// quotePeer quotes a peer's text for a reason: bounded, and with control
+// characters escaped, since reasons reach terminals and logs.
+func quotePeer(s string) string {
+	if r := []rune(s); len(r) > maxPeerText {
+		return strconv.QuoteToGraphic(string(r[:maxPeerText]) + "…")
+	}
+	return strconv.QuoteToGraphic(s)
+}
+
 // stateName drops the TASK_STATE_ prefix a peer would not recognise in a sentence.
 func stateName(s a2a.TaskState) string {
 	return strings.ToLower(strings.TrimPrefix(string(s), "TASK_STATE_"))
 }
 
-// checkArtifacts validates every expected artifact and returns the data of those present.
-// Data goes through JSON first so that schemas, pointers, CEL and digests all see the same
-// JSON values, whatever Go types the transport produced.
-func (g *Gate) checkArtifacts(contract *Contract, arts []*a2a.Artifact, r *report) map[string]any {
-	evidence := map[string]any{}
+// checkArtifacts validates every expected artifact and returns the data of those present and
+// valid, and the names of those present but not JSON or breaking their schema. Data goes
+// through JSON first so that schemas, pointers, CEL and digests all see the same JSON values,
+// whatever Go types the transport produced.
+func (g *Gate) checkArtifacts(contract *Contract, arts []*a2a.Artifact, r *report) (evidence map[string]any, broken map[string]bool) {
+	evidence, broken = map[string]any{}, map[string]bool{}
 	for _, spec := range contract.artifacts {
 		name := "artifact " + spec.name
 		raw, found := artifactData(arts, spec.name)
@@ -275,17 +296,19 @@ func (g *Gate) checkArtifacts(contract *Contract, arts []*a2a.Artifact, r *repor
 		}
 		data, err := normalize(raw)
 		if err != nil {
+			broken[spec.name] = true
 			r.add(name, contradicts, "artifact %q is not JSON", spec.name)
 			continue
 		}
 		if err := spec.schema.Validate(data); err != nil {
+			broken[spec.name] = true
 			r.add(name, contradicts, "artifact %q breaks its schema: %v", spec.name, err)
 			continue
 		}
 		evidence[spec.name] = data
 		r.add(name, pass, "")
 	}
-	return evidence
+	return evidence, broken
 }
 
 func artifactData(arts []*a2a.Artifact, name string) (any, bool) {
@@ -326,8 +349,13 @@ func lookup(evidence map[string]any, ref reference) (any, bool) {
 	return ref.pointer.get(data)
 }
 
-func (g *Gate) checkRequires(contract *Contract, evidence map[string]any, r *report) {
+// checkRequires checks the commit_requires members. Those of a broken artifact are not
+// checked: its own check says what is wrong, and its members are not missing.
+func (g *Gate) checkRequires(contract *Contract, evidence map[string]any, broken map[string]bool, r *report) {
 	for _, ref := range contract.requires {
+		if broken[ref.artifact] {
+			continue
+		}
 		name := "requires " + ref.String()
 		v, ok := lookup(evidence, ref)
 		switch {
@@ -357,9 +385,10 @@ func isEmpty(v any) bool {
 	return false
 }
 
-func (g *Gate) checkFreshness(contract *Contract, evidence map[string]any, r *report) {
+// checkFreshness checks the contract's freshness, unless its artifact is broken.
+func (g *Gate) checkFreshness(contract *Contract, evidence map[string]any, broken map[string]bool, r *report) {
 	f := contract.freshness
-	if f == nil {
+	if f == nil || broken[f.at.artifact] {
 		return
 	}
 	name := "freshness " + f.at.String()
@@ -419,7 +448,7 @@ func (g *Gate) checkVerifiers(ctx context.Context, contract *Contract, evidence 
 		case err != nil:
 			r.add(name, missing, "the verifier's result could not be judged")
 		case !ok:
-			r.add(name, contradicts, "the verifier disagrees: %s is false", v.condition.text)
+			r.add(name, contradicts, "the verifier disagrees: %s", v.condition.explain(ctx, result, evidence))
 		default:
 			r.add(name, pass, "")
 		}
