@@ -70,7 +70,10 @@ func NewFace(name, version string, tools []FaceTool, run TaskRunner, caller Call
 		o.applyFace(&cfg)
 	}
 	f := &Face{run: run, caller: caller, cfg: cfg}
-	f.server = mcpsdk.NewServer(&mcpsdk.Implementation{Name: name, Version: version}, &mcpsdk.ServerOptions{Logger: cfg.logger})
+	// The SDK logs every session at info; the agent logs its requests once,
+	// at the edge, so only the SDK's warnings and errors are kept.
+	sdkLog := slog.New(atLeast{cfg.logger.Handler(), slog.LevelWarn})
+	f.server = mcpsdk.NewServer(&mcpsdk.Implementation{Name: name, Version: version}, &mcpsdk.ServerOptions{Logger: sdkLog})
 	for _, t := range tools {
 		tool := &mcpsdk.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}
 		if tool.InputSchema == nil {
@@ -79,9 +82,22 @@ func NewFace(name, version string, tools []FaceTool, run TaskRunner, caller Call
 		f.server.AddTool(tool, f.callHandler(t))
 	}
 	f.handler = mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return f.server },
-		&mcpsdk.StreamableHTTPOptions{Logger: cfg.logger})
+		&mcpsdk.StreamableHTTPOptions{Logger: sdkLog})
 	return f
 }
+
+// atLeast drops records below a level.
+type atLeast struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h atLeast) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h atLeast) WithAttrs(as []slog.Attr) slog.Handler { return atLeast{h.Handler.WithAttrs(as), h.min} }
+func (h atLeast) WithGroup(name string) slog.Handler   { return atLeast{h.Handler.WithGroup(name), h.min} }
 
 // defaultFaceInput is the input of a skill that declares none.
 var defaultFaceInput = map[string]any{
@@ -274,25 +290,33 @@ func taskResult(task *a2a.Task) *mcpsdk.CallToolResult {
 				text += " " + s
 			}
 		}
-		return errorResult(text, waiting)
+		res := errorResult(text, waiting)
+		res.Meta = taskMeta(task)
+		return res
 	default:
 		text := fmt.Sprintf("Task %s ended %s", task.ID, stateName(state))
 		if s := statusText(task.Status); s != "" {
 			text += ": " + s
 		}
-		return errorResult(text, map[string]any{"task_id": string(task.ID), "state": string(state)})
+		res := errorResult(text, map[string]any{"task_id": string(task.ID), "state": string(state)})
+		res.Meta = taskMeta(task)
+		return res
 	}
 }
 
 // artifactsResult carries a completed task's artifacts: text parts as text,
-// the first data part as structuredContent (and its JSON as text, for hosts
-// that read only text), files as resources.
+// the first data part as structuredContent (and data as JSON text when the
+// artifacts hold no text, for hosts that read only text), files as
+// resources.
 func artifactsResult(task *a2a.Task) *mcpsdk.CallToolResult {
-	res := &mcpsdk.CallToolResult{}
+	res := &mcpsdk.CallToolResult{Meta: taskMeta(task)}
+	var data []mcpsdk.Content
+	hasText := false
 	for _, a := range task.Artifacts {
 		for _, p := range a.Parts {
 			switch c := p.Content.(type) {
 			case a2a.Text:
+				hasText = true
 				res.Content = append(res.Content, &mcpsdk.TextContent{Text: string(c)})
 			case a2a.Data:
 				if res.StructuredContent == nil {
@@ -301,7 +325,7 @@ func artifactsResult(task *a2a.Task) *mcpsdk.CallToolResult {
 					}
 				}
 				if b, err := json.Marshal(c.Value); err == nil {
-					res.Content = append(res.Content, &mcpsdk.TextContent{Text: string(b)})
+					data = append(data, &mcpsdk.TextContent{Text: string(b)})
 				}
 			case a2a.Raw:
 				res.Content = append(res.Content, &mcpsdk.EmbeddedResource{Resource: &mcpsdk.ResourceContents{
@@ -313,6 +337,9 @@ func artifactsResult(task *a2a.Task) *mcpsdk.CallToolResult {
 			}
 		}
 	}
+	if !hasText {
+		res.Content = append(res.Content, data...)
+	}
 	if len(res.Content) == 0 {
 		text := statusText(task.Status)
 		if text == "" {
@@ -321,6 +348,14 @@ func artifactsResult(task *a2a.Task) *mcpsdk.CallToolResult {
 		res.Content = append(res.Content, &mcpsdk.TextContent{Text: text})
 	}
 	return res
+}
+
+// TaskMetaKey names, in a tool result's _meta, the A2A task the call ran as:
+// GetTask with that id reads it, SendMessage with it continues it.
+const TaskMetaKey = "handoff/task_id"
+
+func taskMeta(task *a2a.Task) mcpsdk.Meta {
+	return mcpsdk.Meta{TaskMetaKey: string(task.ID)}
 }
 
 func messageResult(m *a2a.Message) *mcpsdk.CallToolResult {
