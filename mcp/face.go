@@ -96,8 +96,12 @@ func (h atLeast) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= h.min && h.Handler.Enabled(ctx, l)
 }
 
-func (h atLeast) WithAttrs(as []slog.Attr) slog.Handler { return atLeast{h.Handler.WithAttrs(as), h.min} }
-func (h atLeast) WithGroup(name string) slog.Handler   { return atLeast{h.Handler.WithGroup(name), h.min} }
+func (h atLeast) WithAttrs(as []slog.Attr) slog.Handler {
+	return atLeast{h.Handler.WithAttrs(as), h.min}
+}
+func (h atLeast) WithGroup(name string) slog.Handler {
+	return atLeast{h.Handler.WithGroup(name), h.min}
+}
 
 // defaultFaceInput is the input of a skill that declares none.
 var defaultFaceInput = map[string]any{
