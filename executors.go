@@ -25,6 +25,7 @@ type skillRouter struct {
 var (
 	_ a2asrv.AgentExecutor = (*skillRouter)(nil)
 	_ tasks.Resumer        = (*skillRouter)(nil)
+	_ tasks.Redactor       = (*skillRouter)(nil)
 )
 
 func newSkillRouter(c *Config, t *tools, d *delegating) *skillRouter {
@@ -91,6 +92,18 @@ func (r *skillRouter) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) i
 			}
 		}
 	}
+}
+
+// Redact implements [tasks.Redactor] by the skill the message goes to.
+func (r *skillRouter) Redact(ctx context.Context, ec *a2asrv.ExecutorContext) (*a2a.Message, error) {
+	_, x, err := r.pick(ec)
+	if err != nil {
+		return ec.Message, nil // Execute refuses the message, with this error
+	}
+	if rd, ok := x.(tasks.Redactor); ok {
+		return rd.Redact(ctx, ec)
+	}
+	return ec.Message, nil
 }
 
 // Cancel implements [a2asrv.AgentExecutor].

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/handoff-a2a/handoff/mcp"
+	"github.com/handoff-a2a/handoff/tasks"
 )
 
 // Message data keys of the approval exchange: the agent's input-required
@@ -35,7 +38,10 @@ type toolSkill struct {
 	pending map[a2a.TaskID]mcp.Proposal
 }
 
-var _ a2asrv.AgentExecutor = (*toolSkill)(nil)
+var (
+	_ a2asrv.AgentExecutor = (*toolSkill)(nil)
+	_ tasks.Redactor       = (*toolSkill)(nil)
+)
 
 func newToolSkill(tool string, p *mcp.Pipeline, m *mcp.Manager) *toolSkill {
 	return &toolSkill{tool: tool, pipeline: p, manager: m, pending: map[a2a.TaskID]mcp.Proposal{}}
@@ -207,6 +213,53 @@ func (s *toolSkill) forget(id a2a.TaskID) {
 	s.mu.Lock()
 	delete(s.pending, id)
 	s.mu.Unlock()
+}
+
+// Redact implements [tasks.Redactor]: the message that starts a task is kept
+// with the arguments its tool's contract redacts replaced by [mcp.Redacted],
+// in the part they were read from (see arguments). When the catalog does not
+// hold the tool yet, its text is kept redacted if the contract redacts
+// anything, since it may become the one string argument. A message on an
+// existing task (an approval) carries no arguments.
+func (s *toolSkill) Redact(_ context.Context, ec *a2asrv.ExecutorContext) (*a2a.Message, error) {
+	redact := s.pipeline.Contract(s.tool).Redact
+	if ec.StoredTask != nil || len(redact) == 0 {
+		return ec.Message, nil
+	}
+	m := *ec.Message
+	m.Parts = slices.Clone(m.Parts)
+	textAt := -1
+	for i, p := range m.Parts {
+		if d, ok := p.Data().(map[string]any); ok {
+			hidden := maps.Clone(d)
+			for _, k := range redact {
+				if _, ok := hidden[k]; ok {
+					hidden[k] = mcp.Redacted
+				}
+			}
+			m.Parts[i] = a2a.NewDataPart(hidden)
+			m.Parts[i].Metadata = p.Metadata
+			return &m, nil
+		}
+		if textAt < 0 && p.Text() != "" {
+			textAt = i
+		}
+	}
+	if textAt < 0 {
+		return ec.Message, nil
+	}
+	if snap := s.manager.Snapshot(); snap != nil {
+		if tool, ok := snap.Tool(s.tool); ok {
+			name, ok := singleStringParam(tool.Definition.InputSchema)
+			if !ok || !slices.Contains(redact, name) {
+				return ec.Message, nil // the text is not a redacted argument
+			}
+		}
+	}
+	p := a2a.NewTextPart(mcp.Redacted)
+	p.Metadata = m.Parts[textAt].Metadata
+	m.Parts[textAt] = p
+	return &m, nil
 }
 
 // arguments are the message's first data part, or, for a tool with one

@@ -475,6 +475,10 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (_ *run
 		e.mu.Unlock()
 	}
 	ec.Message, ec.TaskID, ec.ContextID = &msg, msg.TaskID, msg.ContextID
+	kept, err := e.redact(ctx, ec)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 
 	h.mu.Lock()
 	if base != nil && (h.run != nil || !interrupted(h.snap.Task.Status.State)) {
@@ -484,7 +488,7 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (_ *run
 	}
 	// Made only now: a run starts its writer, which a refused message must not leave behind.
 	r := e.newRun(ctx, h, owner, ec, base, true)
-	r.digest = keyDigest
+	r.digest, r.kept = keyDigest, kept
 	h.run = r
 	h.mu.Unlock()
 	if req.Config != nil && req.Config.PushConfig != nil {

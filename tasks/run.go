@@ -46,6 +46,8 @@ type run struct {
 	// digest is the content digest of a new task's message that carried an
 	// idempotency key, kept in the task's metadata ([ContentDigestKey]).
 	digest string
+	// kept is ec.Message as the engine stores it ([Redactor]); nil: as sent.
+	kept *a2a.Message
 
 	mu        sync.Mutex
 	cur       *Snapshot // with every applied event; nil until a new task's first event
@@ -205,7 +207,7 @@ func (r *run) execute() {
 		events = r.e.exec.(Resumer).Resume
 	} else if r.cur != nil { // a continued task: the new message joins its history
 		r.mu.Lock()
-		ok := r.recordLocked(nil, r.ec.Message)
+		ok := r.recordLocked(nil, r.keptMessage())
 		r.mu.Unlock()
 		if !ok {
 			return
@@ -322,7 +324,7 @@ func (r *run) recordLocked(ev a2a.Event, msg *a2a.Message) bool {
 		if t, ok := ev.(*a2a.Task); ok {
 			ev = r.firstTask(t)
 		} else {
-			t := r.firstTask(a2a.NewSubmittedTask(r.ec, r.ec.Message))
+			t := r.firstTask(a2a.NewSubmittedTask(r.ec, r.keptMessage()))
 			var err error
 			if next, err = apply(nil, t, now); err != nil {
 				r.err = a2a.NewError(a2a.ErrInternalError, err.Error())
@@ -371,14 +373,18 @@ func (r *run) recordLocked(ev a2a.Event, msg *a2a.Message) bool {
 }
 
 // firstTask is t, the first event of a new task, as the engine stores it:
-// with the content digest of its keyed message in its metadata. t is left
-// as the executor made it.
+// the message in its history as kept ([Redactor]), the content digest of its
+// keyed message in its metadata. t is left as the executor made it.
 func (r *run) firstTask(t *a2a.Task) *a2a.Task {
-	if r.digest == "" {
+	history, changed := r.keptHistory(t.History)
+	if r.digest == "" && !changed {
 		return t
 	}
 	c := *t
-	c.Metadata = mergeMeta(t.Metadata, map[string]any{ContentDigestKey: r.digest})
+	c.History = history
+	if r.digest != "" {
+		c.Metadata = mergeMeta(t.Metadata, map[string]any{ContentDigestKey: r.digest})
+	}
 	return &c
 }
 
