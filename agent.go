@@ -251,7 +251,7 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 	}
 	limit := a.cfg.Limits.MaxBodyBytes
 	mux := http.NewServeMux()
-	body, err := cardJSON(context.Background(), card)
+	body, err := cardJSON(context.Background(), card, a.cfg.Card.compat03())
 	if err != nil {
 		return nil, err
 	}

@@ -91,11 +91,32 @@ func buildExtendedCard(c *Config, public *a2a.AgentCard) *a2a.AgentCard {
 	return &ext
 }
 
-// cardJSON is the card as served: the A2A 1.0 members, plus the 0.3 members
-// a2av0 adds for 0.3 clients. Security schemes share one key in both
+// CardSettings chooses the form the card at /.well-known/agent-card.json is
+// served in. Either form is signed over the same A2A 1.0 members.
+type CardSettings struct {
+	// Compat03 serves the 0.3 members (url, preferredTransport,
+	// additionalInterfaces, protocolVersion) beside the 1.0 ones: 0.3
+	// clients (@a2a-js/sdk 0.3, a2a-python 0.3, a2a-go's a2av0) find the
+	// agent's endpoint only there. False serves the pure 1.0 form, which
+	// strict 1.0 validators need (they refuse unknown members). Default true.
+	Compat03 *bool `yaml:"compat_03"`
+}
+
+// compat03 reports whether the card is served with its 0.3 members.
+func (s CardSettings) compat03() bool { return s.Compat03 == nil || *s.Compat03 }
+
+// cardJSON is the card as served: the A2A 1.0 members, plus, with compat03,
+// the 0.3 members a2av0 adds for 0.3 clients. Security schemes share one key in both
 // versions, so each scheme carries both shapes: 0.3 readers look at "type",
 // 1.0 readers at the one "…SecurityScheme" member, and each ignores the other.
-func cardJSON(ctx context.Context, card *a2a.AgentCard) ([]byte, error) {
+func cardJSON(ctx context.Context, card *a2a.AgentCard, compat03 bool) ([]byte, error) {
+	if !compat03 {
+		b, err := json.MarshalIndent(card, "", "  ")
+		if err != nil {
+			return nil, fmt.Errorf("encode card: %w", err)
+		}
+		return b, nil
+	}
 	producer, ok := a2av0.NewStaticAgentCardProducer(card).(a2asrv.AgentCardJSONProducer)
 	if !ok {
 		return nil, fmt.Errorf("a2av0 card producer has no JSON form")

@@ -81,6 +81,8 @@ type Config struct {
 	ExtendedCard *ExtendedCardConfig `yaml:"extended_card"`
 	// MCPServer serves the agent's skills as MCP tools at a path of its own.
 	MCPServer MCPFaceConfig `yaml:"mcp_server"`
+	// Card chooses the form the public card is served in.
+	Card CardSettings `yaml:"card"`
 
 	path string // the file it came from, for messages
 }
