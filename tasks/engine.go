@@ -862,9 +862,18 @@ func (e *Engine) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskPu
 	if req == nil || req.TaskID == "" || req.ID == "" {
 		return a2a.NewError(a2a.ErrInvalidParams, "taskId and id are required")
 	}
-	err := e.store.DeletePushConfig(ctx, ownerFrom(ctx, req.Tenant), req.TaskID, req.ID)
+	owner := ownerFrom(ctx, req.Tenant)
+	err := e.store.DeletePushConfig(ctx, owner, req.TaskID, req.ID)
 	if errors.Is(err, ErrNotFound) {
-		return a2a.NewError(a2a.ErrTaskNotFound, fmt.Sprintf("push config %s of task %s not found", req.ID, req.TaskID))
+		// Deleting is idempotent (A2A 1.0, 3.1.10): a config already gone is
+		// deleted; only a task the caller cannot see is not found.
+		if _, err := e.store.Get(ctx, owner, req.TaskID); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return a2a.NewError(a2a.ErrTaskNotFound, fmt.Sprintf("task %s not found", req.TaskID))
+			}
+			return e.publicError(ctx, "delete push config", req.TaskID, err)
+		}
+		return nil
 	}
 	if err != nil {
 		return e.publicError(ctx, "delete push config", req.TaskID, err)
