@@ -149,7 +149,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 	if o.logger == nil {
 		o.logger = NewLogger(cfg)
 	}
-	authn, err := newAuthenticator(&cfg.Auth)
+	authn, err := newAuthenticator(&cfg.Auth, o.logger)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +174,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 	a.selfHop.Store(&delegation.Hop{Agent: cfg.Name})
 	approvers := slices.Clone(cfg.Approvers)
 	a.approvers.Store(&approvers)
-	if a.del, err = newDelegating(cfg, rdb, tl, func() delegation.Hop { return *a.selfHop.Load() }); err != nil {
+	if a.del, err = newDelegating(cfg, rdb, tl, o.logger, func() delegation.Hop { return *a.selfHop.Load() }); err != nil {
 		store.Close()
 		if tl != nil {
 			tl.audit.Close()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"net/http"
 
 	"connectrpc.com/connect"
@@ -21,8 +22,9 @@ const (
 	schemeBearer = "bearer"
 )
 
-// newAuthenticator builds the caller check from the config's auth section.
-func newAuthenticator(c *AuthConfig) (*auth.Authenticator, error) {
+// newAuthenticator builds the caller check from the config's auth section;
+// log receives the failures of JWKS fetches.
+func newAuthenticator(c *AuthConfig, log *slog.Logger) (*auth.Authenticator, error) {
 	a := &auth.Authenticator{Anonymous: c.Anonymous, APIKeyHeader: c.APIKeyHeader}
 	for _, k := range c.APIKeys {
 		h, err := auth.ParseAPIKeyHash(k.SHA256)
@@ -40,7 +42,9 @@ func newAuthenticator(c *AuthConfig) (*auth.Authenticator, error) {
 			}
 			keys = s
 		} else {
-			keys = auth.NewRemoteKeys(j.JWKSURL)
+			rk := auth.NewRemoteKeys(j.JWKSURL)
+			rk.Log = log.With(slog.String("issuer", j.Issuer))
+			keys = rk
 		}
 		a.Issuers = append(a.Issuers, auth.Issuer{Issuer: j.Issuer, Audience: j.Audience, Keys: keys,
 			Skew: j.ClockSkew.Duration, TenantClaim: j.TenantClaim})
