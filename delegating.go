@@ -64,8 +64,9 @@ func openLedger(c *Config, rdb redis.UniversalClient) (commitLedger, error) {
 }
 
 // newDelegating builds the outbound side when a skill delegates; nil
-// otherwise. rdb is the task store's Redis, nil on the embedded store.
-func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, self func() delegation.Hop) (*delegating, error) {
+// otherwise. rdb is the task store's Redis, nil on the embedded store; log
+// hears of peers refused or unreachable.
+func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Logger, self func() delegation.Hop) (*delegating, error) {
 	var contracts []*acceptance.Contract
 	for _, s := range c.Skills {
 		if s.Delegate == nil {
@@ -83,7 +84,7 @@ func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, self func() d
 	if len(contracts) == 0 {
 		return nil, nil
 	}
-	dir, err := NewPeerDirectory(c)
+	dir, err := NewPeerDirectory(c, delegation.WithLogger(log))
 	if err != nil {
 		return nil, err
 	}
@@ -208,8 +209,8 @@ func (s *delegateSkill) Resume(ctx context.Context, ec *a2asrv.ExecutorContext) 
 		}
 		peer, ok := s.peerNamed(ctx, rec.Peer)
 		if !ok {
-			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec,
-				fmt.Sprintf("The agent restarted and peer %s is no longer verified; its task %s was not followed.", rec.Peer, rec.RemoteTaskID))), nil)
+			s.end(ctx, ec, rec, acceptance.Failed, yield,
+				fmt.Sprintf("The agent restarted and peer %s is no longer verified; its task %s was not followed.", rec.Peer, rec.RemoteTaskID))
 			return
 		}
 		var parts []*a2a.Part
@@ -220,7 +221,7 @@ func (s *delegateSkill) Resume(ctx context.Context, ec *a2asrv.ExecutorContext) 
 			}
 		}
 		if rec.RemoteTaskID == "" && len(parts) == 0 {
-			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The agent restarted and the delegated request is not in the task's history.")), nil)
+			s.end(ctx, ec, rec, acceptance.Failed, yield, "The agent restarted and the delegated request is not in the task's history.")
 			return
 		}
 		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, agentText(ec,
@@ -263,7 +264,7 @@ func (s *delegateSkill) track(ctx context.Context, ec *a2asrv.ExecutorContext, r
 
 func (s *delegateSkill) index(ec *a2asrv.ExecutorContext, rec *delegation.Record) *acceptance.Delegation {
 	return &acceptance.Delegation{TaskID: string(ec.TaskID), Skill: s.id, Peer: rec.Peer, RemoteTaskID: rec.RemoteTaskID,
-		RemoteState: rec.RemoteState, Outcome: rec.Outcome, Updated: time.Now().UTC()}
+		RemoteState: rec.RemoteState, Outcome: rec.Outcome, Reason: rec.Reason, Updated: time.Now().UTC()}
 }
 
 // delegate sends parts to the peer (or, when rec names the peer's task
@@ -295,8 +296,7 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 			}
 		}
 		if u, ok := ev.(*a2a.TaskStatusUpdateEvent); ok && !u.Status.State.Terminal() {
-			text := fmt.Sprintf("%s: %s", peer.Name, strings.ToLower(strings.TrimPrefix(string(u.Status.State), "TASK_STATE_")))
-			if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, agentText(ec, text)), nil) {
+			if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, relayed(ec, peer.Name, u.Status)), nil) {
 				stopped = true
 				cancel()
 			}
@@ -319,8 +319,11 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 	if stopped {
 		return
 	}
+	if err != nil && final != nil && final.Status.State == a2a.TaskStateCompleted && ctx.Err() == nil {
+		err = nil // the deadline passed as the peer finished: the work is done, so the gate decides
+	}
 	if err != nil {
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The delegation failed: "+err.Error())), nil)
+		s.unfollowed(ctx, ec, peer, rec, final, err, yield)
 		return
 	}
 	rec.RemoteState = final.Status.State
@@ -332,14 +335,13 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 		err = collectErr
 	}
 	if err != nil {
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec,
-			fmt.Sprintf("The peer's artifacts were not kept (peer %s, task %s): %v", peer.Name, final.ID, err))), nil)
+		s.end(ctx, ec, rec, acceptance.Unknown, yield, fmt.Sprintf("The peer's artifacts were not kept (peer %s, task %s): %v", peer.Name, final.ID, err))
 		return
 	}
 	// The final task is what the gate reads; what the stream showed whole
 	// must agree with it, or the peer told two stories and nothing commits.
 	if err := collect.Check(final.Artifacts); err != nil && final.Status.State == a2a.TaskStateCompleted {
-		s.refuse(ctx, ec, rec, yield, fmt.Sprintf("Not committed: %s (peer %s, task %s). The peer's stream and its final task disagree: %v",
+		s.end(ctx, ec, rec, acceptance.Rejected, yield, fmt.Sprintf("Not committed: %s (peer %s, task %s). The peer's stream and its final task disagree: %v",
 			acceptance.Rejected, peer.Name, final.ID, err))
 		return
 	}
@@ -350,8 +352,7 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 		out, err = s.present(ctx, ec, final.Artifacts)
 	}
 	if err != nil {
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec,
-			fmt.Sprintf("The peer's artifacts were not kept as blobs (peer %s, task %s): %v", peer.Name, final.ID, err))), nil)
+		s.end(ctx, ec, rec, acceptance.Unknown, yield, fmt.Sprintf("The peer's artifacts were not kept as blobs (peer %s, task %s): %v", peer.Name, final.ID, err))
 		return
 	}
 	decision, ok := s.decide(ctx, ec, rec, final, digests, yield)
@@ -359,6 +360,9 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 		return
 	}
 	rec.Outcome = decision.Outcome.String()
+	if decision.Outcome != acceptance.Committed {
+		rec.Reason = bounded(failedChecks(decision))
+	}
 	if err := s.d.ledger.Track(ctx, s.index(ec, rec)); err != nil {
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The delegation could not be recorded: "+err.Error())), nil)
 		return
@@ -383,12 +387,86 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 	yield(ev, nil)
 }
 
-// refuse ends a delegation the gate was not asked about, because the
-// peer's own answers contradict each other: recorded as rejected.
-func (s *delegateSkill) refuse(ctx context.Context, ec *a2asrv.ExecutorContext, rec *delegation.Record,
-	yield func(a2a.Event, error) bool, text string) {
-	rec.Outcome = acceptance.Rejected.String()
-	if err := s.d.ledger.Track(ctx, s.index(ec, rec)); err != nil {
+// relayed is the status message our caller sees for a peer's progress:
+// the peer's own message, its parts as they are, or, when it sent none,
+// the peer's name and state ("payments: working").
+func relayed(ec *a2asrv.ExecutorContext, peer string, st a2a.TaskStatus) *a2a.Message {
+	if st.Message != nil && len(st.Message.Parts) > 0 {
+		return a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, st.Message.Parts...)
+	}
+	return agentText(ec, fmt.Sprintf("%s: %s", peer, strings.ToLower(strings.TrimPrefix(string(st.State), "TASK_STATE_"))))
+}
+
+// messageText joins the text parts of m; "" for nil.
+func messageText(m *a2a.Message) string {
+	if m == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range m.Parts {
+		if p != nil {
+			b.WriteString(p.Text())
+		}
+	}
+	return b.String()
+}
+
+// maxReason bounds, in runes, the reason a delegation's index keeps.
+const maxReason = 500
+
+func bounded(s string) string {
+	if r := []rune(s); len(r) > maxReason {
+		return string(r[:maxReason]) + "…"
+	}
+	return s
+}
+
+// failedChecks lists the gate's checks that did not pass, with their reasons.
+func failedChecks(d acceptance.Decision) string {
+	var parts []string
+	for _, c := range d.Reasons {
+		if !c.Passed {
+			parts = append(parts, strings.TrimSuffix(c.Name+": "+c.Reason, ": "))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// unfollowed ends a delegation whose peer's task was not followed to its
+// end (a timeout, a cancel, a peer that stopped answering), recording it
+// failed with the peer's task as last seen.
+func (s *delegateSkill) unfollowed(ctx context.Context, ec *a2asrv.ExecutorContext, peer delegation.PeerStatus, rec *delegation.Record,
+	last *a2a.Task, err error, yield func(a2a.Event, error) bool) {
+	text := "The delegation failed: " + err.Error()
+	if last != nil {
+		rec.RemoteState = last.Status.State
+	}
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		text = fmt.Sprintf("The delegation's deadline %s passed before peer %s answered", rec.Deadline.Format(time.RFC3339), peer.Name)
+		if rec.RemoteTaskID != "" {
+			text = fmt.Sprintf("The delegation's deadline %s passed before peer %s's task %s ended", rec.Deadline.Format(time.RFC3339), peer.Name, rec.RemoteTaskID)
+		}
+		if last != nil {
+			text += "; that task is now " + strings.ToLower(strings.TrimPrefix(string(last.Status.State), "TASK_STATE_"))
+		}
+		text += "."
+	}
+	s.end(ctx, ec, rec, acceptance.Failed, yield, text)
+}
+
+// end fails our task with text, and records the delegation as ended
+// with outcome and text as its reason, even when our task was canceled:
+// the index must not show a finished delegation without an outcome. An
+// agent that is stopping records nothing: it takes the delegation up
+// again when it starts.
+func (s *delegateSkill) end(ctx context.Context, ec *a2asrv.ExecutorContext, rec *delegation.Record,
+	outcome acceptance.Outcome, yield func(a2a.Event, error) bool, text string) {
+	if errors.Is(context.Cause(ctx), tasks.ErrShutdown) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, text)), nil)
+		return
+	}
+	rec.Outcome, rec.Reason = outcome.String(), bounded(text)
+	if err := s.d.ledger.Track(context.WithoutCancel(ctx), s.index(ec, rec)); err != nil {
 		text += " The delegation could not be recorded: " + err.Error()
 	}
 	ev := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, text))
@@ -494,9 +572,10 @@ func (s *delegateSkill) decide(ctx context.Context, ec *a2asrv.ExecutorContext, 
 	}
 	for attempt := rec.GateAttempts; ; attempt++ {
 		decision, err := s.d.gate.Decide(ctx, s.id, acceptance.Completion{DelegationID: string(ec.TaskID),
-			RemoteState: final.Status.State, Artifacts: final.Artifacts, Attempt: attempt, Digests: digests})
+			RemoteState: final.Status.State, RemoteMessage: messageText(final.Status.Message),
+			Artifacts: final.Artifacts, Attempt: attempt, Digests: digests})
 		if err != nil {
-			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The acceptance gate could not decide: "+err.Error())), nil)
+			s.end(ctx, ec, rec, acceptance.Unknown, yield, "The acceptance gate could not decide: "+err.Error())
 			return decision, false
 		}
 		if decision.Outcome != acceptance.Unknown || decision.Settle || attempt >= reverify {

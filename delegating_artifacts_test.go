@@ -118,7 +118,9 @@ func startChunkingPeer(t *testing.T, lying bool, tag string) string {
 	return startPeerWith(t, chunkingPeer{}, lying, tag)
 }
 
-func startPeerWith(t *testing.T, x chunkingPeer, lying bool, tag string) string {
+// startPeerWith serves the executor x (a chunkingPeer, or any other) the
+// same way.
+func startPeerWith(t *testing.T, x a2asrv.AgentExecutor, lying bool, tag string) string {
 	t.Helper()
 	key, err := agentcard.GenerateKey(jose.EdDSA, "peer-1")
 	if err != nil {
@@ -132,8 +134,8 @@ func startPeerWith(t *testing.T, x chunkingPeer, lying bool, tag string) string 
 	if lying {
 		h = lyingGetTask{h}
 	}
-	if x.subscribed != nil {
-		h = notifySubscribe{RequestHandler: h, once: new(sync.Once), subscribed: x.subscribed}
+	if c, ok := x.(chunkingPeer); ok && c.subscribed != nil {
+		h = notifySubscribe{RequestHandler: h, once: new(sync.Once), subscribed: c.subscribed}
 	}
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)

@@ -13,7 +13,8 @@ import (
 )
 
 // NewPeerDirectory builds the directory of the config's peers, each with
-// its trust rule. Call Refresh on it to fetch and verify their cards.
+// its trust rule. Call Refresh on it to fetch and verify their cards; pass
+// [delegation.WithLogger] for the operator to hear of a refused peer.
 func NewPeerDirectory(c *Config, opts ...delegation.Option) (*delegation.Directory, error) {
 	var peers []delegation.PeerConfig
 	for _, p := range c.Peers {

@@ -31,8 +31,14 @@ type Delegation struct {
 	RemoteTaskID string `json:"remote_task_id,omitempty"`
 	// RemoteState is the peer task's last known state, empty before it answered.
 	RemoteState a2a.TaskState `json:"remote_state,omitempty"`
-	// Outcome is the gate's decision, empty until it decided.
+	// Outcome is the gate's decision, empty until it decided; "failed" too
+	// when the delegation ended without one (a timeout, a peer that could
+	// not be followed).
 	Outcome string `json:"outcome,omitempty"`
+	// Reason says why a delegation that did not commit ended as it did: the
+	// peer's own words when it failed, else the checks that did not pass,
+	// or the error that ended it. Empty for a commit.
+	Reason string `json:"reason,omitempty"`
 	// Updated is when this record last changed, in UTC.
 	Updated time.Time `json:"updated"`
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -92,6 +93,7 @@ type dirConfig struct {
 	client   *http.Client
 	timeout  time.Duration
 	maxBytes int64
+	log      *slog.Logger
 }
 
 // WithHTTPClient sets the client that fetches cards and the JWKS their
@@ -106,6 +108,14 @@ func WithHTTPClient(c *http.Client) Option {
 // names. The default is 10 seconds.
 func WithFetchTimeout(d time.Duration) Option {
 	return optionFunc(func(cfg *dirConfig) { cfg.timeout = d })
+}
+
+// WithLogger sets the logger that tells the operator when a peer is
+// refused or unreachable (at warn, with the reason) and when it verifies
+// again (at info); each is logged when the peer's state or reason
+// changes, not at every refresh. By default nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(cfg *dirConfig) { cfg.log = l })
 }
 
 // WithMaxCardBytes limits a fetched card's size. The default is 1 MiB; a
@@ -139,7 +149,7 @@ type peer struct {
 // trust policies that trust some key) and returns a Directory in which every
 // peer is [StatePending] until the first [Directory.Refresh].
 func NewDirectory(peers []PeerConfig, opts ...Option) (*Directory, error) {
-	cfg := dirConfig{timeout: 10 * time.Second, maxBytes: 1 << 20}
+	cfg := dirConfig{timeout: 10 * time.Second, maxBytes: 1 << 20, log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
@@ -208,11 +218,34 @@ func (d *Directory) Refresh(ctx context.Context) error {
 			if st.FetchedAt.IsZero() {
 				st.FetchedAt = d.status[i].FetchedAt
 			}
+			d.logChange(d.status[i], st)
 			d.status[i] = st
 		})
 	}
 	wg.Wait()
 	return ctx.Err()
+}
+
+// logChange logs a peer's new state when it or its reason changed.
+func (d *Directory) logChange(was, now PeerStatus) {
+	if was.State == now.State && errText(was.Err) == errText(now.Err) && was.KeyID == now.KeyID {
+		return
+	}
+	switch now.State {
+	case StateRefused, StateUnreachable:
+		d.cfg.log.Warn("peer "+string(now.State), slog.String("peer", now.Name), slog.String("url", now.BaseURL),
+			slog.String("reason", errText(now.Err)))
+	case StateVerified:
+		d.cfg.log.Info("peer verified", slog.String("peer", now.Name), slog.String("url", now.BaseURL),
+			slog.String("kid", now.KeyID), slog.String("card_digest", now.CardDigest))
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // refresh fetches, parses and verifies p's card.

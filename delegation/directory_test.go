@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -434,5 +436,47 @@ func TestBestInterface(t *testing.T) {
 	}
 	if delegation.BestInterface(nil) != nil {
 		t.Fatal("BestInterface(nil) is not nil")
+	}
+}
+
+// TestDirectoryLogsRefusal: a peer refused (a tampered card, then a key
+// outside its trust rule) is logged at warn with the reason, once per
+// change, and its return to verified at info.
+func TestDirectoryLogsRefusal(t *testing.T) {
+	srv := startPeer(t)
+	key, other := newKey(t, "pay-1"), newKey(t, "pay-evil")
+	card := paymentsCard("payments", srv.URL)
+	good := signed(t, card, key, "")
+	var logs bytes.Buffer
+	d := newDirectory(t, []delegation.PeerConfig{{Name: "payments", BaseURL: srv.URL, Trust: pinned(t, key)}},
+		delegation.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	srv.serve(good)
+	refresh(t, d)
+	srv.serve(bytes.Replace(good, []byte("Pays refunds."), []byte("Pays refundz."), 1))
+	refresh(t, d)
+	refresh(t, d) // the same refusal again: not logged twice
+	srv.serve(signed(t, card, other, ""))
+	refresh(t, d)
+	srv.serve(good)
+	refresh(t, d)
+
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		_, rest, _ := strings.Cut(l, " level=") // drop the time
+		lines = append(lines, rest)
+	}
+	want := []struct{ prefix, reason string }{
+		{`INFO msg="peer verified" peer=payments url=` + srv.URL + ` kid=pay-1 card_digest=sha256:`, ""},
+		{`WARN msg="peer refused" peer=payments url=` + srv.URL + ` reason=`, agentcard.ErrBadSignature.Error()},
+		{`WARN msg="peer refused" peer=payments url=` + srv.URL + ` reason=`, `kid \"pay-evil\" is not pinned`},
+		{`INFO msg="peer verified" peer=payments url=` + srv.URL + ` kid=pay-1 card_digest=sha256:`, ""},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("logged %d lines, want %d:\n%s", len(lines), len(want), logs.String())
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w.prefix) || !strings.Contains(lines[i], w.reason) {
+			t.Errorf("line %d:\n got %s\nwant %s… with %s", i, lines[i], w.prefix, w.reason)
+		}
 	}
 }

@@ -41,8 +41,11 @@ type Record struct {
 	// GateAttempts counts the gate's unknown decisions already re-checked,
 	// so that the re-verification bound holds across restarts.
 	GateAttempts int `json:"gateAttempts,omitempty"`
-	// Outcome is the acceptance gate's decision, once made.
+	// Outcome is the acceptance gate's decision, once made, or "failed" when
+	// the delegation ended without one.
 	Outcome string `json:"outcome,omitempty"`
+	// Reason says why a delegation that did not commit ended as it did.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Metadata returns the record as task metadata (plain JSON values, as

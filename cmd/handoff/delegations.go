@@ -6,18 +6,21 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/handoff-a2a/handoff"
 	"github.com/handoff-a2a/handoff/acceptance"
 )
 
 // runDelegations lists an agent's outbound delegations: each local task
-// that delegated, its peer, the peer's task, that task's last known state
-// and the acceptance gate's outcome. It reads a running agent by URL (the
-// caller's own delegations, or all for an approver), or a stopped agent's
-// data directory, given directly or through its config.
+// that delegated, its peer, the peer's task, that task's last known state,
+// the acceptance gate's outcome and, when it did not commit, the reason.
+// It reads a running agent by URL (the caller's own delegations, or all
+// for an approver), or a stopped agent's data directory, given directly or
+// through its config.
 func runDelegations(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("delegations", "URL|--config FILE|--data-dir DIR [--json]", stdout)
 	configPath := fs.String("config", "", "read the data directory of the stopped agent this `file` configures")
@@ -73,12 +76,23 @@ func runDelegations(ctx context.Context, args []string, stdout, stderr io.Writer
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "UPDATED\tTASK\tSKILL\tPEER\tREMOTE TASK\tREMOTE STATE\tOUTCOME")
+	fmt.Fprintln(tw, "UPDATED\tTASK\tSKILL\tPEER\tREMOTE TASK\tREMOTE STATE\tOUTCOME\tREASON")
 	for _, d := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Updated.Format(time.RFC3339), d.TaskID, d.Skill, d.Peer,
-			orDash(d.RemoteTaskID), orDash(string(d.RemoteState)), orDash(d.Outcome))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Updated.Format(time.RFC3339), d.TaskID, d.Skill, d.Peer,
+			orDash(d.RemoteTaskID), orDash(string(d.RemoteState)), orDash(d.Outcome), orDash(oneLine(d.Reason)))
 	}
 	return tw.Flush()
+}
+
+// oneLine keeps a reason on its row: control characters (a peer's
+// words may hold any) become spaces.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 func orDash(s string) string {
