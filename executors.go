@@ -26,6 +26,7 @@ var (
 	_ a2asrv.AgentExecutor = (*skillRouter)(nil)
 	_ tasks.Resumer        = (*skillRouter)(nil)
 	_ tasks.Redactor       = (*skillRouter)(nil)
+	_ tasks.ApprovalReader = (*skillRouter)(nil)
 )
 
 func newSkillRouter(c *Config, t *tools, d *delegating) *skillRouter {
@@ -104,6 +105,19 @@ func (r *skillRouter) Redact(ctx context.Context, ec *a2asrv.ExecutorContext) (*
 		return rd.Redact(ctx, ec)
 	}
 	return ec.Message, nil
+}
+
+// Approval implements [tasks.ApprovalReader] by the skill the task was
+// started with; a skill that takes no approvals has none.
+func (r *skillRouter) Approval(ctx context.Context, ec *a2asrv.ExecutorContext) *a2a.Message {
+	_, x, err := r.pick(ec)
+	if err != nil {
+		return nil
+	}
+	if ar, ok := x.(tasks.ApprovalReader); ok {
+		return ar.Approval(ctx, ec)
+	}
+	return nil
 }
 
 // Cancel implements [a2asrv.AgentExecutor].

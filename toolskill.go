@@ -41,6 +41,7 @@ type toolSkill struct {
 var (
 	_ a2asrv.AgentExecutor = (*toolSkill)(nil)
 	_ tasks.Redactor       = (*toolSkill)(nil)
+	_ tasks.ApprovalReader = (*toolSkill)(nil)
 )
 
 func newToolSkill(tool string, p *mcp.Pipeline, m *mcp.Manager) *toolSkill {
@@ -328,20 +329,41 @@ func singleStringParam(schema any) (string, bool) {
 // approvalFrom reads an approval from the message's data parts, with the
 // approver being the authenticated caller who sent it.
 func approvalFrom(ec *a2asrv.ExecutorContext) *mcp.Approval {
-	for _, p := range ec.Message.Parts {
-		d, ok := p.Data().(map[string]any)
-		if !ok {
-			continue
+	a := approvalData(ec.Message)
+	if a == nil {
+		return nil
+	}
+	str := func(k string) string { v, _ := a[k].(string); return v }
+	return &mcp.Approval{Approver: principalOf(ec), Tool: str("tool"), SnapshotVersion: str("snapshot_version"),
+		Digest: str("digest"), Token: str("token")}
+}
+
+// approvalData is the first {"approval": {...}} object of m's data parts.
+func approvalData(m *a2a.Message) map[string]any {
+	for _, p := range m.Parts {
+		if d, ok := p.Data().(map[string]any); ok {
+			if a, ok := d[approvalKey].(map[string]any); ok {
+				return a
+			}
 		}
-		a, ok := d[approvalKey].(map[string]any)
-		if !ok {
-			continue
-		}
-		str := func(k string) string { v, _ := a[k].(string); return v }
-		return &mcp.Approval{Approver: principalOf(ec), Tool: str("tool"), SnapshotVersion: str("snapshot_version"),
-			Digest: str("digest"), Token: str("token")}
 	}
 	return nil
+}
+
+// Approval implements [tasks.ApprovalReader]: the decision is the message's
+// approval object, with the members an approval has, in a data part of its own.
+func (s *toolSkill) Approval(_ context.Context, ec *a2asrv.ExecutorContext) *a2a.Message {
+	a := approvalData(ec.Message)
+	if a == nil {
+		return nil
+	}
+	kept := map[string]any{}
+	for _, k := range []string{"tool", "snapshot_version", "digest", "token"} {
+		if v, ok := a[k].(string); ok {
+			kept[k] = v
+		}
+	}
+	return a2a.NewMessageForTask(a2a.MessageRoleUser, ec, a2a.NewDataPart(map[string]any{approvalKey: kept}))
 }
 
 // principalOf is the authenticated caller's name, empty for anonymous ones.

@@ -383,6 +383,7 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (_ *run
 	var (
 		h         *hub
 		keyDigest string // the content digest of a new task's keyed message
+		approving bool   // an approver answers another caller's task
 		refs      int    // references to h this call holds
 		started   bool
 		claimed   bool // the task's lease, with replicas
@@ -403,11 +404,17 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (_ *run
 		var err error
 		h, base, err = e.acquire(ctx, owner, msg.TaskID)
 		if errors.Is(err, a2a.ErrTaskNotFound) && e.cfg.mayApprove != nil && e.cfg.mayApprove(ctx) {
-			// An approver answers for the task's owner: the task stays theirs.
+			// An approver answers for the task's owner, with an approval and
+			// nothing else: the task stays theirs, and only the decision is kept.
 			if taskOwner, oerr := e.store.OwnerOf(ctx, msg.TaskID); oerr == nil {
 				if h2, base2, err2 := e.acquire(ctx, taskOwner, msg.TaskID); err2 == nil {
+					var decision *a2a.Message
 					if interrupted(base2.Task.Status.State) {
+						decision = e.approvalIn(ctx, ec, base2.Task, &msg)
+					}
+					if decision != nil {
 						h, base, err, owner = h2, base2, nil, taskOwner
+						msg, approving = *decision, true
 					} else {
 						e.release(msg.TaskID, h2)
 					}
@@ -488,7 +495,7 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (_ *run
 	}
 	// Made only now: a run starts its writer, which a refused message must not leave behind.
 	r := e.newRun(ctx, h, owner, ec, base, true)
-	r.digest, r.kept = keyDigest, kept
+	r.digest, r.kept, r.approver = keyDigest, kept, approving
 	h.run = r
 	h.mu.Unlock()
 	if req.Config != nil && req.Config.PushConfig != nil {
@@ -511,7 +518,11 @@ func (e *Engine) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (
 		return e.sendRepeat(ctx, repeat, ownerFrom(ctx, req.Tenant), req)
 	}
 	defer e.release(r.h.taskID(), r.h)
-	return r.answer(ctx, req.Config)
+	res, err := r.answer(ctx, req.Config)
+	if err == nil && r.approver {
+		res = outcome(res)
+	}
+	return res, err
 }
 
 // answer is what a blocking send of run r answers: its result once it
@@ -555,6 +566,14 @@ func (e *Engine) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageR
 			return
 		}
 		defer e.release(r.h.taskID(), r.h)
+		if r.approver { // the task's events are its owner's: only the outcome
+			res, err := r.answer(ctx, nil)
+			if err == nil {
+				res = outcome(res)
+			}
+			yield(res, err)
+			return
+		}
 		// A new task's log opens with the task; a continued one's with the
 		// task working again, the message in its history.
 		e.follow(ctx, r.h, r, r.owner, version(base), yield)
@@ -740,9 +759,11 @@ func (e *Engine) validatePushConfig(ctx context.Context, c *a2a.PushConfig) erro
 }
 
 // redacted is a push config as a client may read it back: its secrets
-// (token, credentials) are never returned in full.
+// (token, credentials, the URL's userinfo and query) are never returned in
+// full.
 func redacted(c *a2a.PushConfig) *a2a.PushConfig {
 	r := *c
+	r.URL = MaskedURL(c.URL)
 	r.Token = mask(c.Token)
 	if c.Auth != nil {
 		auth := *c.Auth

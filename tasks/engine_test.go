@@ -513,40 +513,80 @@ func asUser(ctx context.Context, name string) context.Context {
 	return ctx
 }
 
+// approvingExec is scriptExec whose tasks take approvals: a data part
+// {"approval": ...} of a message is its decision.
+type approvingExec struct{ *scriptExec }
+
+func (approvingExec) Approval(_ context.Context, ec *a2asrv.ExecutorContext) *a2a.Message {
+	for _, p := range ec.Message.Parts {
+		if d, ok := p.Data().(map[string]any); ok && d["approval"] != nil {
+			return a2a.NewMessageForTask(a2a.MessageRoleUser, ec, a2a.NewDataPart(map[string]any{"approval": d["approval"]}))
+		}
+	}
+	return nil
+}
+
 // TestApproverMayAnswerAnothersTask: an approver continues another owner's
-// task waiting for input; the task stays its owner's, and nothing else of it
-// is visible to the approver.
+// task waiting for input with an approval, and with nothing else; the task
+// stays its owner's, its history gains the decision alone, and nothing else
+// of it is visible to the approver, blocking or streaming.
 func TestApproverMayAnswerAnothersTask(t *testing.T) {
-	e, _, _ := newEngine(t, t.TempDir(), tasks.WithApprovers(func(ctx context.Context) bool {
-		cc, ok := a2asrv.CallContextFrom(ctx)
-		return ok && cc.User != nil && cc.User.Name == "ops"
-	}))
+	_, e := openEngine(t, t.TempDir(), approvingExec{&scriptExec{release: make(chan struct{})}},
+		tasks.WithApprovers(func(ctx context.Context) bool {
+			cc, ok := a2asrv.CallContextFrom(ctx)
+			return ok && cc.User != nil && cc.User.Name == "ops"
+		}))
 	alice, ops, bob := asUser(t.Context(), "alice"), asUser(t.Context(), "ops"), asUser(t.Context(), "bob")
-	res, err := e.SendMessage(alice, send("ask"))
-	if err != nil {
-		t.Fatal(err)
+	ask := func() a2a.TaskID {
+		res, err := e.SendMessage(alice, send("ask"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.(*a2a.Task).ID
 	}
-	id := res.(*a2a.Task).ID
-	answer := func(ctx context.Context) error {
-		m := send("answer")
+	id := ask()
+	message := func(id a2a.TaskID, parts ...*a2a.Part) *a2a.SendMessageRequest {
+		m := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, parts...)}
 		m.Message.TaskID = id
-		_, err := e.SendMessage(ctx, m)
-		return err
+		return m
 	}
-	if err := answer(bob); !errors.Is(err, a2a.ErrTaskNotFound) {
+	approval := a2a.NewDataPart(map[string]any{"approval": map[string]any{"ok": true}})
+	remark := a2a.NewTextPart("remark of the approver")
+	if _, err := e.SendMessage(bob, message(id, approval)); !errors.Is(err, a2a.ErrTaskNotFound) {
 		t.Fatalf("a non-approver answers: %v", err)
 	}
 	if _, err := e.GetTask(ops, &a2a.GetTaskRequest{ID: id}); !errors.Is(err, a2a.ErrTaskNotFound) {
 		t.Fatalf("the approver reads the task: %v", err)
 	}
-	if err := answer(ops); err != nil {
+	if _, err := e.SendMessage(ops, message(id, remark)); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("the approver sends something else than an approval: %v", err)
+	}
+	res, err := e.SendMessage(ops, message(id, remark, approval))
+	if err != nil {
 		t.Fatalf("the approver answers: %v", err)
+	}
+	if got := res.(*a2a.Task); got.ID != id || got.Status.State != a2a.TaskStateCompleted || got.History != nil || got.Artifacts != nil || got.Metadata != nil {
+		t.Fatalf("the approver got %+v, want the id and status only", got)
 	}
 	got, err := e.GetTask(alice, &a2a.GetTaskRequest{ID: id})
 	if err != nil || got.Status.State != a2a.TaskStateCompleted {
 		t.Fatalf("alice's task after the answer: %v %v", got, err)
 	}
-	if err := answer(ops); !errors.Is(err, a2a.ErrTaskNotFound) {
+	last := got.History[len(got.History)-1]
+	if len(last.Parts) != 1 || last.Parts[0].Data() == nil || last.Parts[0].Text() != "" {
+		t.Fatalf("alice's history ends with %+v, want the approval's decision alone", last)
+	}
+	if _, err := e.SendMessage(ops, message(id, approval)); !errors.Is(err, a2a.ErrTaskNotFound) {
 		t.Fatalf("the approver continues a finished task: %v", err)
+	}
+
+	// By stream: the outcome, one event, and none of the task's own.
+	id = ask()
+	evs, err := collect(t, e.SendStreamingMessage(ops, message(id, approval)))
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("the approver's stream: %v %v, want one event", evs, err)
+	}
+	if tk, ok := evs[0].(*a2a.Task); !ok || tk.ID != id || tk.Status.State != a2a.TaskStateCompleted || tk.History != nil || tk.Artifacts != nil {
+		t.Fatalf("the approver's stream: %#v", evs[0])
 	}
 }

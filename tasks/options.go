@@ -95,10 +95,13 @@ func WithPushURLCheck(f func(ctx context.Context, url string) error) Option {
 	return optionFunc(func(cfg *engineConfig) { cfg.checkPushURL = f })
 }
 
-// WithApprovers lets callers for whom isApprover is true send a message to
-// another caller's task while it waits for input, to answer an approval
-// request; the task stays its owner's. Nothing else of another's task is
-// visible to them. By default nobody may.
+// WithApprovers lets callers for whom isApprover is true answer an approval
+// request on another caller's task while it waits for input, when the
+// executor is an [ApprovalReader]: an approval is the one message they may
+// send to it (any other is refused as TaskNotFound), the owner's history
+// keeps only its decision, and they get back the task's id and status, not
+// its history or artifacts. The task stays its owner's; nothing else of it
+// is visible to them. By default nobody may.
 func WithApprovers(isApprover func(ctx context.Context) bool) Option {
 	return optionFunc(func(cfg *engineConfig) { cfg.mayApprove = isApprover })
 }

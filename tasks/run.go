@@ -48,6 +48,9 @@ type run struct {
 	digest string
 	// kept is ec.Message as the engine stores it ([Redactor]); nil: as sent.
 	kept *a2a.Message
+	// approver is true when the message is an approver's answer on another
+	// caller's task ([ApprovalReader]): it gets the outcome only.
+	approver bool
 
 	mu        sync.Mutex
 	cur       *Snapshot // with every applied event; nil until a new task's first event
