@@ -32,6 +32,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzSealed$$' -fuzztime $(call fuzzn,20000) ./tasks
 	go test -run '^$$' -fuzz '^FuzzDecodeEntries$$' -fuzztime $(call fuzzn,30000) ./tasks
 	go test -run '^$$' -fuzz '^FuzzDecodeWALRecord$$' -fuzztime $(call fuzzn,120000) ./tasks
+	go test -run '^$$' -fuzz '^FuzzScanWAL$$' -fuzztime $(call fuzzn,60000) ./tasks
 	go test -run '^$$' -fuzz '^FuzzJSONRPCRequest$$' -fuzztime $(call fuzzn,10000) .
 	go test -run '^$$' -fuzz '^FuzzParseSend$$' -fuzztime $(call fuzzn,20000) .
 	go test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(call fuzzn,8000) .

@@ -2,16 +2,20 @@ package tasks
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"sync"
@@ -76,7 +80,7 @@ type BoltStore struct {
 	applied  atomic.Uint64
 
 	amu     sync.Mutex
-	changed *sync.Cond // on amu: queue grew, applied moved, or broken set
+	changed *sync.Cond // on amu: queue grew, applied moved, broken or a stall set
 	queue   []*boltWrite
 	backlog int                    // appends in queue
 	heads   map[a2a.TaskID]walHead // the latest version of tasks with appends in queue
@@ -85,7 +89,16 @@ type BoltStore struct {
 	timer   *time.Timer            // armed while appends wait in queue
 	late    bool                   // timer fired
 	ending  bool                   // the committer has stopped: the applier drains the queue and stops
-	broken  error                  // the log or bbolt failed: every later call fails with it
+	broken  error                  // the log or bbolt failed for good: every later call fails with it
+
+	// A write to the disk that failed but left everything as it was (a
+	// full disk, typically) stalls the store instead of breaking it: the
+	// log's, until an append or Ping's probe gets through; bbolt's, until
+	// the applier's next try (every applyRetry) commits. Ping reports a
+	// stall, so readiness comes back by itself once the disk has room.
+	logErr   error
+	applyErr error
+	resting  bool // the applier waits for applyRetry before trying again
 }
 
 var _ Store = (*BoltStore)(nil)
@@ -97,45 +110,45 @@ type walHead struct {
 	app     *walAppend // the append that made it; nil for a head read from bbolt
 }
 
-// boltWrite is an append (app) or another write (fn), queued for the committer.
+// boltWrite is an append (app), another write (fn), or Ping's probe of a
+// stalled log (neither), queued for the committer.
 type boltWrite struct {
 	app *walAppend
 	fn  func(*bolt.Tx) error
 	res chan error
 }
 
+// applyRetry is how long the applier waits after bbolt failed to commit
+// (a full disk) before it tries again.
+const applyRetry = 500 * time.Millisecond
+
 // OpenBolt opens (or creates) the store file at path, and applies what its
 // log holds that the file does not. A file another process holds open is
-// refused after timeout. [WithSealer] seals push secrets.
+// refused after timeout. [WithSealer] seals push secrets. A damaged store
+// file is refused with an [ErrCorrupt] error ("tasks.db is damaged: ..."),
+// and a damaged log with a [*LogDamageError] naming the segment and the
+// offset; the end of a write a crash cut short is dropped, with a warning.
 func OpenBolt(path string, timeout time.Duration, opts ...BoltOption) (*BoltStore, error) {
 	var cfg boltConfig
 	for _, o := range opts {
 		o.applyBolt(&cfg)
 	}
-	// The free page list is not written with every commit but rebuilt by a
-	// scan when the file is opened: written, it grows with the file and was
-	// most of each commit's pages (a blocking send at 16 senders took about
-	// 3x as long). Data and meta pages are fsynced as before. The map
-	// freelist allocates in constant time instead of scanning an array.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
-	if err != nil {
+	if err := checkBoltFile(path); err != nil {
 		return nil, fmt.Errorf("open task store %s: %w", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketTasks, bucketHeads, bucketEvents, bucketByOwner, bucketUnfinished, bucketPush, bucketMeta} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		return nil
+	var (
+		db   *bolt.DB
+		next uint64
+	)
+	err := guardFaults(path, func() error {
+		var err error
+		db, next, err = openBoltFile(path, timeout)
+		return err
 	})
 	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("init task store %s: %w", path, err)
-	}
-	next, err := replayWAL(db, path)
-	if err != nil {
-		db.Close()
+		if db != nil {
+			db.Close()
+		}
 		return nil, fmt.Errorf("open task store %s: %w", path, err)
 	}
 	s := &BoltStore{db: db, writes: make(chan *boltWrite, maxBatch), done: make(chan struct{}),
@@ -149,15 +162,183 @@ func OpenBolt(path string, timeout time.Duration, opts ...BoltOption) (*BoltStor
 	return s, nil
 }
 
+// openBoltFile opens the bbolt file and replays the log into it. On an
+// error db may be open; the caller closes it.
+func openBoltFile(path string, timeout time.Duration) (db *bolt.DB, next uint64, err error) {
+	// The free page list is not written with every commit but rebuilt by a
+	// scan when the file is opened: written, it grows with the file and was
+	// most of each commit's pages (a blocking send at 16 senders took about
+	// 3x as long). Data and meta pages are fsynced as before. The map
+	// freelist allocates in constant time instead of scanning an array.
+	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		return nil, 0, err
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketTasks, bucketHeads, bucketEvents, bucketByOwner, bucketUnfinished, bucketPush, bucketMeta} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return db, 0, fmt.Errorf("init: %w", err)
+	}
+	next, err = replayWAL(db, path)
+	return db, next, err
+}
+
+// guardFaults runs fn, which reads the store file through bbolt's memory
+// map, and turns a fault or a panic in it (bbolt's answer to a page that is
+// not what it should be) into an error naming the file. Faults and panics
+// in bbolt's own goroutines cannot be caught: checkBoltFile refuses first
+// what would cause them that it can see.
+func guardFaults(path string, fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %s is damaged: %v", ErrCorrupt, filepath.Base(path), r)
+		}
+	}()
+	return fn()
+}
+
+// The layout of a bbolt meta page (go.etcd.io/bbolt/internal/common, a
+// package other modules cannot import): a 16-byte page header, then magic,
+// version, page size, flags (uint32s), root bucket page and sequence,
+// freelist page, high-water page, transaction id (uint64s), and an FNV-64a
+// checksum of the fields before it, in the machine's byte order (little
+// endian on every platform Handoff builds for).
+const (
+	boltMagic       = 0xED0CDAED
+	boltVersion     = 2
+	boltMetaOffset  = 16
+	boltMetaSize    = 64
+	boltNoFreelist  = math.MaxUint64
+	boltMinPageSize = 1024
+)
+
+// boltMeta is what checkBoltFile reads of a meta page.
+type boltMeta struct {
+	pageSize             uint32
+	root, freelist, pgid uint64
+	txid                 uint64
+}
+
+// readBoltMeta reads and checks the meta page at off.
+func readBoltMeta(f *os.File, off int64) (boltMeta, bool) {
+	b := make([]byte, boltMetaSize+8)
+	if _, err := f.ReadAt(b, off+boltMetaOffset); err != nil {
+		return boltMeta{}, false
+	}
+	le := binary.LittleEndian
+	h := fnv.New64a()
+	h.Write(b[:boltMetaSize-8])
+	if le.Uint32(b) != boltMagic || le.Uint32(b[4:]) != boltVersion || le.Uint64(b[56:]) != h.Sum64() {
+		return boltMeta{}, false
+	}
+	m := boltMeta{pageSize: le.Uint32(b[8:]), root: le.Uint64(b[16:]), freelist: le.Uint64(b[32:]), pgid: le.Uint64(b[40:]), txid: le.Uint64(b[48:])}
+	if m.pageSize < boltMinPageSize || m.pageSize&(m.pageSize-1) != 0 {
+		return boltMeta{}, false
+	}
+	return m, true
+}
+
+// checkBoltFile refuses a store file that bbolt would crash on rather than
+// refuse: one shorter than its last commit says (bbolt maps the file and
+// follows page numbers into the map: a fault, SIGBUS, not an error), or
+// whose meta pages both fail their checksums or point past its end. It
+// reads the two meta pages as bbolt does and takes the valid one of the
+// later transaction.
+func checkBoltFile(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check store file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("check store file: %w", err)
+	}
+	size := fi.Size()
+	if size == 0 {
+		return nil // bbolt makes a new store in it
+	}
+	damaged := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s is damaged: %s", ErrCorrupt, filepath.Base(path), fmt.Sprintf(format, args...))
+	}
+	m, ok := readBoltMeta(f, 0)
+	// Page 1 is one page in: the page size is meta 0's, or, with meta 0
+	// damaged, each bbolt may have used.
+	sizes := []int64{int64(m.pageSize)}
+	if !ok {
+		sizes = sizes[:0]
+		for ps := int64(boltMinPageSize); ps <= 64<<10; ps <<= 1 {
+			sizes = append(sizes, ps)
+		}
+	}
+	for _, ps := range sizes {
+		if m1, ok1 := readBoltMeta(f, ps); ok1 && int64(m1.pageSize) == ps && (!ok || m1.txid > m.txid) {
+			m, ok = m1, true
+			break
+		}
+	}
+	if !ok {
+		return damaged("neither of its two meta pages checks (a file of %d bytes)", size)
+	}
+	if need := int64(m.pgid) * int64(m.pageSize); size < need {
+		return damaged("it is %d bytes, but its last commit (transaction %d) holds %d: it was cut short", size, m.txid, need)
+	}
+	if m.root >= m.pgid || m.freelist != boltNoFreelist && m.freelist >= m.pgid {
+		return damaged("its meta page (transaction %d) points past its last page", m.txid)
+	}
+	return nil
+}
+
 // replayWAL applies to db the log's records it does not have, syncs, and
 // deletes the log. It returns the sequence number the next record gets.
+// Damage planWAL refuses is returned as its *LogDamageError, the log left
+// as it is.
 func replayWAL(db *bolt.DB, path string) (uint64, error) {
-	recs, paths, next, err := readWAL(path)
+	applied, err := logApplied(db)
 	if err != nil {
 		return 0, err
 	}
+	scans, err := scanWAL(path)
+	if err != nil {
+		return 0, err
+	}
+	plan, err := planWAL(scans, applied)
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range plan.harmless {
+		slog.Default().Warn("task store log: damaged bytes that held only records the store had applied; nothing is lost",
+			slog.String("file", d.path), slog.Int("offset", d.off), slog.Int("bytes", d.end-d.off))
+	}
+	if d := plan.torn; d != nil {
+		slog.Default().Warn("task store log: dropped the end of a write a crash cut short",
+			slog.String("file", d.path), slog.Int("offset", d.off), slog.Int("bytes", d.end-d.off), slog.Uint64("from_record", d.from))
+	}
+	if err := applyRecords(db, plan.recs, applied, 0); err != nil {
+		return 0, err
+	}
+	if err := removeLog(path, plan.paths); err != nil {
+		return 0, err
+	}
+	// Numbers go on from the last one used, so bbolt's position never
+	// covers a record still to come.
+	return plan.next, nil
+}
+
+// logApplied reads the sequence number of the last log record db applied.
+func logApplied(db *bolt.DB) (uint64, error) {
 	var applied uint64
-	err = db.View(func(tx *bolt.Tx) error {
+	err := db.View(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketMeta).Get(keyLogApplied); len(b) == 8 {
 			applied = binary.BigEndian.Uint64(b)
 		} else if b != nil {
@@ -165,9 +346,13 @@ func replayWAL(db *bolt.DB, path string) (uint64, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return 0, err
-	}
+	return applied, err
+}
+
+// applyRecords applies recs after applied to db in transactions that sync,
+// each moving bbolt's log position to its last record, or to position when
+// that is later (a recovery moves it past records it dropped).
+func applyRecords(db *bolt.DB, recs []*walAppend, applied, position uint64) error {
 	for chunk := range slices.Chunk(recs, maxApply) {
 		if chunk[len(chunk)-1].seq <= applied {
 			continue // applied before the log was deleted
@@ -184,29 +369,61 @@ func replayWAL(db *bolt.DB, path string) (uint64, error) {
 			return tx.Bucket(bucketMeta).Put(keyLogApplied, binary.BigEndian.AppendUint64(nil, chunk[len(chunk)-1].seq))
 		})
 		if err != nil {
-			return 0, err
+			return err
 		}
 	}
-	for _, p := range append(paths, sparePath(path)) {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return 0, fmt.Errorf("delete replayed log: %w", err)
-		}
+	if position == 0 {
+		return nil
 	}
-	// Numbers go on from the last one used, so bbolt's position never
-	// covers a record still to come.
-	return max(next, applied+1), nil
+	return db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(keyLogApplied, binary.BigEndian.AppendUint64(nil, position))
+	})
 }
 
-// Ping reports whether the store is open; readiness checks use it.
-func (s *BoltStore) Ping(context.Context) error {
+// removeLog deletes the log's segments, oldest first, and its spare.
+func removeLog(path string, paths []string) error {
+	for _, p := range append(paths, sparePath(path)) {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("delete replayed log: %w", err)
+		}
+	}
+	return nil
+}
+
+// Ping reports whether the store is open and can write; readiness checks
+// use it. While writes fail for want of space it reports why, and once the
+// log can take writes again and bbolt has caught up it reports nil, without
+// the store being reopened.
+func (s *BoltStore) Ping(ctx context.Context) error {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	if s.closed {
+		s.mu.RUnlock()
 		return ErrClosed
 	}
 	s.amu.Lock()
-	defer s.amu.Unlock()
-	return s.broken
+	err := cmp.Or(s.broken, s.applyErr)
+	logErr := s.logErr
+	s.amu.Unlock()
+	if err != nil || logErr == nil {
+		s.mu.RUnlock()
+		return err
+	}
+	// The log could not take the last write: ask the committer whether it
+	// can now.
+	probe := &boltWrite{res: make(chan error, 1)}
+	select {
+	case s.writes <- probe:
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return logErr
+	}
+	s.mu.RUnlock()
+	select {
+	case err := <-probe.res:
+		return err
+	case <-ctx.Done():
+		return logErr
+	}
 }
 
 // Close waits for queued writes to commit and be applied, deletes the log and
@@ -290,10 +507,13 @@ func (s *BoltStore) commitLoop() {
 // them, and queues them for the applier with the other writes, in order.
 func (s *BoltStore) commit(batch []*boltWrite, recs []*walAppend) []*walAppend {
 	s.amu.Lock()
-	for s.backlog > maxBacklog && s.broken == nil {
+	for s.backlog > maxBacklog && s.broken == nil && s.applyErr == nil {
 		s.changed.Wait()
 	}
 	broken := s.broken
+	if broken == nil && s.backlog > maxBacklog {
+		broken = s.applyErr // stalled with a full backlog: fail now rather than wait for room
+	}
 	s.amu.Unlock()
 	if broken != nil {
 		for _, w := range batch {
@@ -301,6 +521,7 @@ func (s *BoltStore) commit(batch []*boltWrite, recs []*walAppend) []*walAppend {
 		}
 		return recs
 	}
+	batch, probes := splitProbes(batch)
 	// The versions this batch moves tasks to, for the next append to the
 	// same task in it; they join s.heads once logged.
 	moved := map[a2a.TaskID]walHead{}
@@ -319,21 +540,39 @@ func (s *BoltStore) commit(batch []*boltWrite, recs []*walAppend) []*walAppend {
 		recs = append(recs, w.app)
 		queued = append(queued, w)
 	}
-	if err := s.log.append(recs); err != nil {
+	err := s.log.append(recs)
+	if err == nil && len(recs) == 0 && len(probes) > 0 {
+		err = s.log.ready()
+	}
+	s.amu.Lock()
+	switch {
+	case err == nil:
+		if len(recs) > 0 || len(probes) > 0 {
+			s.logErr = nil
+		}
+	case isUnchanged(err) || len(recs) == 0:
+		// None of recs is in the log: their writers are told, and the
+		// next write (or probe) tries again.
+		s.logErr = fmt.Errorf("task store log: %w", err)
+	default:
 		// What the log holds now is unknown (a failed fsync may have kept
-		// some of it or none): nothing more is accepted until the store is
-		// opened again, which applies whatever the log kept.
-		err = fmt.Errorf("task store log: %w", err)
-		s.amu.Lock()
-		s.broken = err
+		// some of it or none, and could not be undone): nothing more is
+		// accepted until the store is opened again, which applies
+		// whatever the log kept.
+		s.broken = fmt.Errorf("task store log: %w", err)
 		s.changed.Broadcast()
+	}
+	if err != nil {
+		err = cmp.Or(s.broken, s.logErr)
 		s.amu.Unlock()
 		for _, w := range queued {
 			w.res <- err
 		}
+		for _, w := range probes {
+			w.res <- err
+		}
 		return recs
 	}
-	s.amu.Lock()
 	for id, h := range moved {
 		s.heads[id] = h
 	}
@@ -351,7 +590,23 @@ func (s *BoltStore) commit(batch []*boltWrite, recs []*walAppend) []*walAppend {
 			w.res <- nil
 		}
 	}
+	for _, w := range probes {
+		w.res <- nil
+	}
 	return recs
+}
+
+// splitProbes takes Ping's probes out of batch.
+func splitProbes(batch []*boltWrite) (writes, probes []*boltWrite) {
+	writes = batch[:0]
+	for _, w := range batch {
+		if w.app == nil && w.fn == nil {
+			probes = append(probes, w)
+		} else {
+			writes = append(writes, w)
+		}
+	}
+	return writes, probes
 }
 
 // storedHeads reads, in one read transaction, what bbolt holds of the
@@ -499,7 +754,7 @@ const applyEvery = 100 * time.Millisecond
 // backlog is large, the store is closing, or applyEvery has passed since the
 // oldest queued append (its timer broadcasts changed then).
 func (s *BoltStore) due() bool {
-	if len(s.queue) == 0 {
+	if len(s.queue) == 0 || s.resting {
 		return s.ending
 	}
 	return s.ending || s.readers > 0 || s.others > 0 || s.backlog >= maxApply || s.late
@@ -519,10 +774,13 @@ func (s *BoltStore) armLocked() {
 
 // apply commits batch to bbolt in one transaction, with the sequence number
 // of its last append. A write that is not an append and fails is answered
-// with its error and the others committed without it; an append cannot fail
-// here (the committer checked it), so one that does, or a failed commit,
-// breaks the store: from then on nothing more is applied, and the log stays
-// whole for the next open.
+// with its error and the others committed without it. An append cannot
+// fail here (the committer checked it): one that does breaks the store,
+// and from then on nothing more is applied, the log staying whole for the
+// next open. A commit that fails (a full disk: bbolt rolls it back) stalls
+// the store instead: the other writes are answered with the error, and the
+// appends go back to the head of the queue for the applier to try again
+// after applyRetry; they are in the log meanwhile.
 func (s *BoltStore) apply(batch []*boltWrite) {
 	s.amu.Lock()
 	broken := s.broken
@@ -537,6 +795,7 @@ func (s *BoltStore) apply(batch []*boltWrite) {
 	}
 	failed := make(map[int]error)
 	err := broken
+	refused := false // an append failed: not a commit's failure
 	for err == nil {
 		err = s.db.Update(func(tx *bolt.Tx) error {
 			for i, w := range batch {
@@ -548,6 +807,7 @@ func (s *BoltStore) apply(batch []*boltWrite) {
 						runtime.Gosched()
 					}
 					if err := applyAppend(tx, w.app); err != nil {
+						refused = true
 						return fmt.Errorf("apply log record %d (task %s): %w", w.app.seq, w.app.id, err)
 					}
 					continue
@@ -579,29 +839,65 @@ func (s *BoltStore) apply(batch []*boltWrite) {
 	}
 	s.amu.Lock()
 	s.others -= len(batch) - appends
-	if err != nil && appends > 0 && s.broken == nil {
-		s.broken = fmt.Errorf("task store: %w", err)
+	if err != nil {
+		if appends > 0 && s.broken == nil {
+			s.stallOrBreak(batch, err, refused)
+		}
+		s.changed.Broadcast()
+		s.amu.Unlock()
+		return
 	}
-	if err == nil {
-		for _, w := range batch {
-			if a := w.app; a != nil {
-				if h, ok := s.heads[a.id]; ok && h.app == a { // not a later append of the same version
-					delete(s.heads, a.id)
-				}
+	if s.applyErr != nil && appends > 0 {
+		slog.Default().Info("task store: bbolt applies the log again")
+		s.applyErr = nil
+	}
+	for _, w := range batch {
+		if a := w.app; a != nil {
+			if h, ok := s.heads[a.id]; ok && h.app == a { // not a later append of the same version
+				delete(s.heads, a.id)
 			}
 		}
-		s.backlog -= appends
-		if last > 0 {
-			s.applied.Store(last)
-		}
+	}
+	s.backlog -= appends
+	if last > 0 {
+		s.applied.Store(last)
 	}
 	s.changed.Broadcast()
 	s.amu.Unlock()
-	if err == nil && last > 0 {
+	if last > 0 {
 		if err := s.log.release(last); err != nil {
 			slog.Default().Warn("delete applied task store log", slog.Any("error", err))
 		}
 	}
+}
+
+// stallOrBreak, under amu, handles a batch with appends bbolt did not
+// commit: a refused append, or a failure while the store closes, breaks
+// the store; any other failure stalls it, the appends queued again for the
+// applier's next try.
+func (s *BoltStore) stallOrBreak(batch []*boltWrite, err error, refused bool) {
+	if refused || s.ending {
+		s.broken = fmt.Errorf("task store: %w", err)
+		return
+	}
+	if s.applyErr == nil {
+		slog.Default().Warn("task store: bbolt could not apply the log; retrying", slog.Any("error", err))
+	}
+	s.applyErr = fmt.Errorf("task store: apply to bbolt: %w", err)
+	var again []*boltWrite
+	for _, w := range batch {
+		if w.app != nil {
+			again = append(again, w)
+		}
+	}
+	s.queue = append(again, s.queue...)
+	s.resting = true
+	time.AfterFunc(applyRetry, func() {
+		s.amu.Lock()
+		s.resting, s.late = false, true // try again now, whatever else is due
+		s.changed.Broadcast()
+		s.amu.Unlock()
+	})
 }
 
 type taskRecord struct {
@@ -771,11 +1067,11 @@ func (s *BoltStore) view(fn func(*bolt.Tx) error) error {
 		s.amu.Lock()
 		s.readers++
 		s.changed.Broadcast() // the applier applies now
-		for s.applied.Load() < want && s.broken == nil {
+		for s.applied.Load() < want && s.broken == nil && s.applyErr == nil {
 			s.changed.Wait()
 		}
 		s.readers--
-		err := s.broken
+		err := cmp.Or(s.broken, s.applyErr)
 		s.amu.Unlock()
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package tasks
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -102,13 +103,47 @@ func TestWALSpare(t *testing.T) {
 	}
 }
 
-// TestWALTornTail cuts the last segment at every offset of its last record:
-// reading stops before it, and the earlier records all come back.
+// readWAL reads the log at base as opening a store that has applied
+// nothing does.
+func readWAL(base string) ([]*walAppend, []string, uint64, error) {
+	scans, err := scanWAL(base)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	p, err := planWAL(scans, 0)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return p.recs, p.paths, p.next, nil
+}
+
+// rawSegment is a segment holding recs, as given (seq and group set).
+func rawSegment(recs ...*walAppend) []byte {
+	h, seed, err := newSegmentHeader()
+	if err != nil {
+		panic(err)
+	}
+	for _, a := range recs {
+		h = appendWALRecord(h, a, seed)
+	}
+	return h
+}
+
+// TestWALTornTail tears the last write of the last segment the ways a
+// crash can: cut at every offset of its last record (the file's end),
+// missing a 512-byte sector (power loss: the disk wrote some of the write's
+// sectors), or zeros from a sector on (kill -9 between pages). Reading
+// stops before it, and the earlier records all come back. A flipped bit in
+// it is damage, not a tear: refused.
 func TestWALTornTail(t *testing.T) {
 	base := filepath.Join(t.TempDir(), "tasks.db")
-	w := &wal{base: base, next: 1, segment: 4096}
-	if err := w.append([]*walAppend{testRecord(0), testRecord(1), testRecord(2)}); err != nil {
-		t.Fatal(err)
+	w := &wal{base: base, next: 1, segment: 8192}
+	big := testRecord(2)
+	big.rec = bytes.Repeat([]byte{'r'}, 3000)
+	for _, a := range []*walAppend{testRecord(0), testRecord(1), big} {
+		if err := w.append([]*walAppend{a}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w.close(false)
 	path := segmentPath(base, 1)
@@ -116,44 +151,128 @@ func TestWALTornTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	end := 0
-	for i := range 3 {
-		end += len(appendWALRecord(nil, testRecord(i)))
-	}
+	end := int(w.size)
+	start := end - len(appendWALRecord(nil, big, 0))
 	if !allZero(whole[end:]) {
 		t.Fatal("the segment's unused end is not zeros")
 	}
-	// A torn write leaves a prefix of the record, then zeros or nothing.
-	for cut := end - len(appendWALRecord(nil, testRecord(2))); cut < end; cut++ {
-		torn := bytes.Clone(whole)
-		clear(torn[cut:])
-		if err := os.WriteFile(path, torn, 0o600); err != nil {
-			t.Fatal(err)
-		}
+	want := func(t *testing.T, what string) {
+		t.Helper()
 		got, _, next, err := readWAL(base)
 		if err != nil {
-			t.Fatalf("zeroed from %d: %v", cut, err)
+			t.Fatalf("%s: %v", what, err)
 		}
 		if len(got) != 2 || next != 3 {
-			t.Fatalf("zeroed from %d: %d records, next %d; want 2, 3", cut, len(got), next)
+			t.Fatalf("%s: %d records, next %d; want 2, 3", what, len(got), next)
 		}
+	}
+	for cut := start; cut < end; cut++ {
 		if err := os.WriteFile(path, whole[:cut], 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, _, next, err = readWAL(base)
-		if err != nil {
-			t.Fatalf("cut at %d: %v", cut, err)
-		}
-		if len(got) != 2 || next != 3 {
-			t.Fatalf("cut at %d: %d records, next %d; want 2, 3", cut, len(got), next)
-		}
+		want(t, fmt.Sprintf("cut at %d", cut))
 	}
-	// A flipped bit in the last record's payload reads as a torn tail too.
+	for sector := (start + walSector - 1) / walSector * walSector; sector < end; sector += walSector {
+		torn := bytes.Clone(whole)
+		clear(torn[sector : sector+walSector])
+		os.WriteFile(path, torn, 0o600)
+		want(t, fmt.Sprintf("sector at %d missing", sector))
+		clear(torn[sector:])
+		os.WriteFile(path, torn, 0o600)
+		want(t, fmt.Sprintf("zeroed from %d", sector))
+	}
+	// The header's sector missing: its bytes in that sector are zeros.
+	torn := bytes.Clone(whole)
+	clear(torn[start:min(end, (start/walSector+1)*walSector)])
+	os.WriteFile(path, torn, 0o600)
+	want(t, "the header's sector missing")
+
 	damaged := bytes.Clone(whole)
 	damaged[end-3] ^= 1
 	os.WriteFile(path, damaged, 0o600)
-	if got, _, _, err := readWAL(base); err != nil || len(got) != 2 {
-		t.Fatalf("damaged tail: %d records, %v", len(got), err)
+	var de *LogDamageError
+	if _, _, _, err := readWAL(base); !errors.As(err, &de) || de.File != path || de.Offset != int64(start) {
+		t.Fatalf("a flipped bit in the last record: %v", err)
+	}
+}
+
+// TestWALTornWriteOfMany tears a write of several records where a power
+// loss can: its first records' sectors missing and its last ones there.
+// The records after the tear are of the same write (their group), so this
+// is a crash's doing and opens, without any of the write; a record of a
+// later write after the same damage is refused.
+func TestWALTornWriteOfMany(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "tasks.db")
+	w := &wal{base: base, next: 1, segment: 1 << 16}
+	if err := w.append([]*walAppend{testRecord(0)}); err != nil {
+		t.Fatal(err)
+	}
+	acked := int(w.size)
+	group := make([]*walAppend, 8)
+	for i := range group {
+		group[i] = testRecord(1 + i)
+		group[i].rec = bytes.Repeat([]byte{'g'}, 700)
+	}
+	if err := w.append(group); err != nil {
+		t.Fatal(err)
+	}
+	w.close(false)
+	path := segmentPath(base, 1)
+	whole, _ := os.ReadFile(path)
+	torn := bytes.Clone(whole)
+	sector := (acked/walSector + 1) * walSector
+	clear(torn[acked:sector])                          // the rest of the first sector the write touched
+	clear(torn[sector+walSector : sector+2*walSector]) // and one further in
+	os.WriteFile(path, torn, 0o600)
+	got, _, next, err := readWAL(base)
+	if err != nil {
+		t.Fatalf("a torn write of many records: %v", err)
+	}
+	if len(got) != 1 || next != 2 {
+		t.Fatalf("a torn write of many records: %d records, next %d; want 1, 2", len(got), next)
+	}
+
+	// The same damage, then a later write: not a crash's doing.
+	w = &wal{base: base, next: 1, segment: 1 << 16}
+	os.Remove(path)
+	w.append([]*walAppend{testRecord(0)})
+	w.append(group)
+	w.append([]*walAppend{testRecord(20)})
+	w.close(false)
+	whole, _ = os.ReadFile(path)
+	clear(whole[acked:sector])
+	os.WriteFile(path, whole, 0o600)
+	var de *LogDamageError
+	if _, _, _, err := readWAL(base); !errors.As(err, &de) || de.Offset != int64(acked) {
+		t.Fatalf("damage followed by a later write: %v", err)
+	}
+}
+
+// TestWALTaskBytesAreNotRecords: a task whose own bytes hold a whole log
+// record (made with any salt but the segment's) inside a torn write is not
+// taken for a record of a later write: the store opens.
+func TestWALTaskBytesAreNotRecords(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "tasks.db")
+	w := &wal{base: base, next: 1, segment: 1 << 16}
+	if err := w.append([]*walAppend{testRecord(0)}); err != nil {
+		t.Fatal(err)
+	}
+	acked := int(w.size)
+	forged := testRecord(5)
+	forged.seq, forged.group = 1000, 1000
+	evil := testRecord(1)
+	evil.rec = append(bytes.Repeat([]byte{'e'}, 2000), appendWALRecord(nil, forged, 0)...)
+	evil.rec = append(evil.rec, bytes.Repeat([]byte{'e'}, 100)...)
+	if err := w.append([]*walAppend{evil}); err != nil {
+		t.Fatal(err)
+	}
+	w.close(false)
+	path := segmentPath(base, 1)
+	b, _ := os.ReadFile(path)
+	clear(b[acked : (acked/walSector+1)*walSector]) // its header's sector never reached the disk
+	os.WriteFile(path, b, 0o600)
+	if got, _, _, err := readWAL(base); err != nil || len(got) != 1 {
+		t.Fatalf("a torn record holding a record's bytes: %d records, %v", len(got), err)
 	}
 }
 
@@ -178,7 +297,7 @@ func TestWALDamage(t *testing.T) {
 		write(t, base, 1, 3, true) // three segments of one record
 		p := segmentPath(base, 2)
 		b, _ := os.ReadFile(p)
-		b[walHeaderSize+2] ^= 1
+		b[walSegmentHeaderSize+walHeaderSize+2] ^= 1
 		os.WriteFile(p, b, 0o600)
 		if _, _, _, err := readWAL(base); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("damaged middle segment: %v", err)
@@ -244,7 +363,7 @@ func TestOpenReplaysLog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &walAppend{seq: seq, id: snap.Task.ID, version: snap.Version, events: 1, updated: snap.Updated.UnixNano(),
+		return &walAppend{seq: seq, group: seq, id: snap.Task.ID, version: snap.Version, events: 1, updated: snap.Updated.UnixNano(),
 			unfinished: isUnfinished(snap.Task.Status.State), owner: ownerKey(snap.Owner),
 			index: append(append([]byte(snap.Task.Status.State), 0), snap.Task.ContextID...), encoded: enc, rec: rec}
 	}
@@ -253,8 +372,7 @@ func TestOpenReplaysLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := appendWALRecord(nil, record(1, first, task))
-	log = appendWALRecord(log, record(2, second, done))
+	log := rawSegment(record(1, first, task), record(2, second, done))
 	if err := os.WriteFile(segmentPath(path, 1), log, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -291,8 +409,8 @@ func TestOpenReplaysLog(t *testing.T) {
 func TestOpenRefusesBadLog(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tasks.db")
 	a := testRecord(4) // version 5 of a task bbolt has never seen
-	a.seq = 1
-	if err := os.WriteFile(segmentPath(path, 1), appendWALRecord(nil, a), 0o600); err != nil {
+	a.seq, a.group = 1, 1
+	if err := os.WriteFile(segmentPath(path, 1), rawSegment(a), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if s, err := OpenBolt(path, time.Second); !errors.Is(err, ErrConflict) {
