@@ -262,11 +262,13 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 	mux.Handle(a2asrv.WellKnownAgentCardPath, staticJSON(body, 5*time.Minute))
 	mux.Handle(pathJWKS, staticJSON(jwks, 5*time.Minute))
 
-	mux.Handle("POST "+pathJSONRPC, limitBody(limit, true, authenticate(a.authn, bindingJSONRPC, versioned(
+	jsonrpc := limitBody(limit, true, authenticate(a.authn, bindingJSONRPC, jsonrpcDeleteResult(versioned(
 		streamJSONRPC(a.handler, a2asrv.NewJSONRPCHandler(a.handler)), a2av0.NewJSONRPCHandler(a.handler), true))))
-	mux.Handle(pathREST+"/", limitBody(limit, false, authenticate(a.authn, bindingREST, versioned(
+	mux.Handle("POST "+pathJSONRPC, jsonrpc)
+	mux.Handle("POST "+pathJSONRPC+"/{$}", jsonrpc) // where a widely used test client posts
+	mux.Handle(pathREST+"/", limitBody(limit, false, authenticate(a.authn, bindingREST, restDeleteBody(versioned(
 		sseErrorAsHTTP(http.StripPrefix(pathREST, a2asrv.NewRESTHandler(a.handler))),
-		sseErrorAsHTTP(http.StripPrefix(pathREST, a2av0.NewRESTHandler(a.handler))), false))))
+		sseErrorAsHTTP(http.StripPrefix(pathREST, stripV1(a2av0.NewRESTHandler(a.handler)))), false)))))
 	mux.Handle("GET /a2a/push/status", authenticate(a.authn, bindingREST, http.HandlerFunc(a.pushStatus)))
 	mux.Handle("GET /a2a/audit", authenticate(a.authn, bindingREST, http.HandlerFunc(a.auditList)))
 	mux.Handle("GET /a2a/delegations", authenticate(a.authn, bindingREST, http.HandlerFunc(a.delegationsList)))

@@ -82,7 +82,7 @@ func writeJSONRPCError(w http.ResponseWriter, status int, id any, code int, msg 
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"jsonrpc": "2.0", "id": id,
-		"error": map[string]any{"code": code, "message": msg},
+		"error": map[string]any{"code": code, "message": msg, "data": jsonrpcErrorData(code)},
 	})
 }
 
@@ -485,27 +485,46 @@ func appendStreamAnswer(b []byte, ev a2a.Event, err error) []byte {
 		}
 		b, err = b[:len(b)-len(`"result":`)], fmt.Errorf("%w: encode event: %w", a2a.ErrInternalError, merr)
 	}
-	j, _ := json.Marshal(map[string]any{"code": jsonrpcCode(err), "message": err.Error()}) // only strings and an int
+	code := jsonrpcCode(err)
+	j, _ := json.Marshal(map[string]any{"code": code, "message": err.Error(), "data": jsonrpcErrorData(code)}) // only strings and an int
 	return append(append(b, `"error":`...), j...)
+}
+
+// jsonrpcErrors are the JSON-RPC error codes of the A2A specification.
+var jsonrpcErrors = []struct {
+	code int
+	err  error
+}{
+	{-32700, a2a.ErrParseError}, {-32600, a2a.ErrInvalidRequest}, {-32601, a2a.ErrMethodNotFound},
+	{-32602, a2a.ErrInvalidParams}, {-32000, a2a.ErrServerError}, {-32001, a2a.ErrTaskNotFound},
+	{-32002, a2a.ErrTaskNotCancelable}, {-32003, a2a.ErrPushNotificationNotSupported},
+	{-32004, a2a.ErrUnsupportedOperation}, {-32005, a2a.ErrUnsupportedContentType},
+	{-32006, a2a.ErrInvalidAgentResponse}, {-32007, a2a.ErrExtendedCardNotConfigured},
+	{-32008, a2a.ErrExtensionSupportRequired}, {-32009, a2a.ErrVersionNotSupported},
+	{-31401, a2a.ErrUnauthenticated}, {-31403, a2a.ErrUnauthorized},
+	{-32603, a2a.ErrInternalError},
 }
 
 // jsonrpcCode is the JSON-RPC error code of the A2A specification for err.
 func jsonrpcCode(err error) int {
-	for _, c := range []struct {
-		code int
-		err  error
-	}{
-		{-32700, a2a.ErrParseError}, {-32600, a2a.ErrInvalidRequest}, {-32601, a2a.ErrMethodNotFound},
-		{-32602, a2a.ErrInvalidParams}, {-32000, a2a.ErrServerError}, {-32001, a2a.ErrTaskNotFound},
-		{-32002, a2a.ErrTaskNotCancelable}, {-32003, a2a.ErrPushNotificationNotSupported},
-		{-32004, a2a.ErrUnsupportedOperation}, {-32005, a2a.ErrUnsupportedContentType},
-		{-32006, a2a.ErrInvalidAgentResponse}, {-32007, a2a.ErrExtendedCardNotConfigured},
-		{-32008, a2a.ErrExtensionSupportRequired}, {-32009, a2a.ErrVersionNotSupported},
-		{-31401, a2a.ErrUnauthenticated}, {-31403, a2a.ErrUnauthorized},
-	} {
+	for _, c := range jsonrpcErrors {
 		if errors.Is(err, c.err) {
 			return c.code
 		}
 	}
 	return -32603
+}
+
+// jsonrpcErrorData is the data member of a JSON-RPC error with code: the
+// google.rpc.ErrorInfo naming its A2A reason, as a2a-go's handler writes it
+// (A2A 1.0, 9.5).
+func jsonrpcErrorData(code int) []any {
+	reason := a2a.ErrorReason(a2a.ErrInternalError)
+	for _, c := range jsonrpcErrors {
+		if c.code == code {
+			reason = a2a.ErrorReason(c.err)
+			break
+		}
+	}
+	return []any{map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": a2a.ProtocolDomain}}
 }
