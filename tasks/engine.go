@@ -581,9 +581,10 @@ func (e *Engine) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageR
 }
 
 // follow yields the committed events of h after seq until one is final, the
-// run ends, or the consumer stops. r, when set, is the run whose result ends
+// run ends, or the consumer stops, and returns the seq of the last event it
+// yielded. r, when set, is the run whose result ends
 // the stream if it produced no task (a direct message or an early error).
-func (e *Engine) follow(ctx context.Context, h *hub, r *run, owner Owner, after uint64, yield func(a2a.Event, error) bool) {
+func (e *Engine) follow(ctx context.Context, h *hub, r *run, owner Owner, after uint64, yield func(a2a.Event, error) bool) uint64 {
 	for {
 		h.mu.Lock()
 		evs, inMemory := h.sinceLocked(after)
@@ -594,17 +595,17 @@ func (e *Engine) follow(ctx context.Context, h *hub, r *run, owner Owner, after 
 			stored, err := e.store.Events(ctx, owner, h.taskID(), after)
 			if err != nil {
 				yield(nil, e.publicError(ctx, "read task events", h.taskID(), err))
-				return
+				return after
 			}
 			evs = stored
 		}
 		for _, ev := range evs {
 			after = ev.Seq
 			if !yield(ev.Event, nil) {
-				return
+				return after
 			}
 			if endsStream(ev.Event) {
-				return
+				return after
 			}
 		}
 		if len(evs) > 0 {
@@ -618,13 +619,13 @@ func (e *Engine) follow(ctx context.Context, h *hub, r *run, owner Owner, after 
 					yield(m, nil)
 				}
 			}
-			return
+			return after
 		}
 		if f, ok := ctx.Value(beforeWaitKey{}).(func()); ok {
 			f()
 		}
 		if err := wait(ctx, wake); err != nil {
-			return
+			return after
 		}
 	}
 }
@@ -681,17 +682,52 @@ func (e *Engine) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRe
 		}
 		defer e.release(req.ID, h)
 		h.mu.Lock()
-		snap, active := h.snap, h.run != nil
+		snap := h.snap
 		h.mu.Unlock()
 		if snap.Task.Status.State.Terminal() {
 			yield(nil, a2a.NewError(a2a.ErrUnsupportedOperation,
 				fmt.Sprintf("task %s is %s; subscribe only to tasks still in progress (use GetTask)", req.ID, stateName(snap.Task.Status.State))))
 			return
 		}
-		if !yield(snap.Task, nil) || (!active && final(snap.Task.Status.State)) {
+		if !yield(snap.Task, nil) {
 			return
 		}
-		e.follow(ctx, h, nil, owner, snap.Version, yield)
+		e.followToEnd(ctx, h, owner, snap.Version, yield)
+	}
+}
+
+// followToEnd yields h's events after seq until one is terminal: an
+// interrupted task (input-required, auth-required) is not terminal, so a
+// subscriber's stream stays open across its turns (A2A 1.0, 3.1.6).
+func (e *Engine) followToEnd(ctx context.Context, h *hub, owner Owner, after uint64, yield func(a2a.Event, error) bool) {
+	stopped, terminal := false, false
+	track := func(ev a2a.Event, err error) bool {
+		switch ev := ev.(type) {
+		case *a2a.TaskStatusUpdateEvent:
+			terminal = ev.Status.State.Terminal()
+		case *a2a.Task:
+			terminal = ev.Status.State.Terminal()
+		}
+		if !yield(ev, err) || err != nil {
+			stopped = true
+			return false
+		}
+		return true
+	}
+	for {
+		after = e.follow(ctx, h, nil, owner, after, track)
+		if stopped || terminal || ctx.Err() != nil {
+			return
+		}
+		// The task waits for its client: wait for its next turn.
+		h.mu.Lock()
+		wake, idle := h.wake, h.run == nil && !h.remote && h.snap.Version <= after
+		h.mu.Unlock()
+		if idle {
+			if err := wait(ctx, wake); err != nil {
+				return
+			}
+		}
 	}
 }
 
