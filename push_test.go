@@ -1,11 +1,17 @@
 package handoff
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -339,5 +345,185 @@ func TestPushBearerWithoutCredentials(t *testing.T) {
 		if auth != want {
 			t.Errorf("%s: Authorization %q, want %q", path, auth, want)
 		}
+	}
+}
+
+// TestPushDeadLetterReasonsAreGeneric: what the caller sees of a failed
+// delivery (the push status's last error and dead letters) says the same
+// for a closed port, a reset connection and a webhook that never answers,
+// so a push config cannot probe port state; the operator's log has the
+// detail.
+func TestPushDeadLetterReasonsAreGeneric(t *testing.T) {
+	logs := &syncBuffer{}
+	_, url := serveAgent(t, pushConfig(t, ", max_attempts: 3"), WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedURL := "http://" + closed.Addr().String() + "/hook"
+	closed.Close() // nothing listens there: connection refused
+
+	reset, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reset.Close() })
+	go func() {
+		for {
+			c, err := reset.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.(*net.TCPConn).SetLinger(0) // close with a RST
+			_, _ = c.Read(make([]byte, 1))
+			c.Close()
+		}
+	}()
+	resetURL := "http://" + reset.Addr().String() + "/hook"
+
+	block := make(chan struct{})
+	stall := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // never answers within the push timeout
+		case <-block:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(block); stall.Close() })
+	stallURL := stall.URL + "/hook"
+
+	targets := []string{closedURL, resetURL, stallURL}
+	for i, target := range targets {
+		status, out := call(t, url, "", "", "SendMessage", fmt.Sprintf(`{"message":{"messageId":"tck-complete-task-g%d","role":"ROLE_USER","parts":[{"text":"hi"}]},
+			"configuration":{"taskPushNotificationConfig":{"url":%q}}}`, i, target))
+		if status != http.StatusOK || out["result"] == nil {
+			t.Fatalf("send: %d %v", status, out)
+		}
+	}
+	seen := map[string]bool{} // every reason the caller was shown
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		dead := map[string]string{}
+		for _, s := range pushStatuses(t, url) {
+			if s.LastError != "" {
+				seen[s.LastError] = true
+			}
+			for _, d := range s.Dead {
+				seen[d.Reason] = true
+			}
+			if len(s.Dead) > 0 {
+				dead[s.URL] = s.Dead[0].Reason
+			}
+		}
+		if len(dead) == len(targets) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dead letters for %d of %d webhooks: %v", len(dead), len(targets), dead)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(seen) != 1 {
+		t.Errorf("the caller was shown %d different reasons, want one: %v", len(seen), seen)
+	}
+	for r := range seen {
+		for _, leak := range []string{"refused", "reset", "EOF", "timeout", "deadline", "127.0.0.1"} {
+			if strings.Contains(r, leak) {
+				t.Errorf("the reason shown to the caller %q says %q", r, leak)
+			}
+		}
+	}
+	for _, detail := range []string{"connection refused", "Client.Timeout"} {
+		if !strings.Contains(logs.String(), detail) {
+			t.Errorf("the operator's log does not say %q:\n%s", detail, logs.String())
+		}
+	}
+	if l := logs.String(); !strings.Contains(l, "connection reset") && !strings.Contains(l, "EOF") {
+		t.Errorf("the operator's log does not say how the reset connection failed:\n%s", l)
+	}
+}
+
+// TestPushURLSealedAndMasked: a push URL with userinfo and a query is
+// answered masked by create, get and list (1.0 and 0.3), is in no file of
+// the data directory in clear, and is delivered to as given.
+func TestPushURLSealedAndMasked(t *testing.T) {
+	c := pushConfig(t, "")
+	url := startAgent(t, c)
+	var mu sync.Mutex
+	var queries []string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		queries = append(queries, r.URL.RawQuery)
+	}))
+	t.Cleanup(hook.Close)
+	target := strings.Replace(hook.URL, "http://", "http://hookuser:Pw-SECRET-7@", 1) + "/hook?sig=Q-SECRET-7"
+	masked := strings.Replace(hook.URL, "http://", "http://***@", 1) + "/hook?***"
+
+	_, out := call(t, url, "", "", "SendMessage", `{"message":{"messageId":"tck-input-required-seal","role":"ROLE_USER","parts":[{"text":"hi"}]}}`)
+	task, _ := out["result"].(map[string]any)["task"].(map[string]any)
+	id, _ := task["id"].(string)
+	if id == "" {
+		t.Fatalf("send: %v", out)
+	}
+	answers := map[string]map[string]any{}
+	_, answers["create"] = call(t, url, "", "", "CreateTaskPushNotificationConfig", fmt.Sprintf(`{"taskId":%q,"id":"w1","url":%q}`, id, target))
+	_, answers["get"] = call(t, url, "", "", "GetTaskPushNotificationConfig", fmt.Sprintf(`{"taskId":%q,"id":"w1"}`, id))
+	_, answers["list"] = call(t, url, "", "", "ListTaskPushNotificationConfigs", fmt.Sprintf(`{"taskId":%q}`, id))
+	_, answers["0.3 get"] = postJSONRPC(t, url, "", fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/get","params":{"id":%q,"pushNotificationConfigId":"w1"}}`, id))
+	_, answers["0.3 list"] = postJSONRPC(t, url, "", fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tasks/pushNotificationConfig/list","params":{"id":%q}}`, id))
+	for name, out := range answers {
+		b, _ := json.Marshal(out["result"])
+		if out["result"] == nil || strings.Contains(string(b), "SECRET") || !strings.Contains(string(b), masked) {
+			t.Errorf("%s: %s, want the URL masked as %s", name, b, masked)
+		}
+	}
+	for _, st := range pushStatuses(t, url) {
+		if st.URL != masked {
+			t.Errorf("push status URL %q, want %q", st.URL, masked)
+		}
+	}
+
+	if _, out := call(t, url, "", "", "SendMessage", fmt.Sprintf(`{"message":{"messageId":"m-seal","taskId":%q,"role":"ROLE_USER","parts":[{"text":"go on"}]}}`, id)); out["result"] == nil {
+		t.Fatalf("follow-up: %v", out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		n := len(queries)
+		first := ""
+		if n > 0 {
+			first = queries[0]
+		}
+		mu.Unlock()
+		if n > 0 {
+			if first != "sig=Q-SECRET-7" {
+				t.Errorf("delivered with query %q, want the URL's own", first)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no delivery")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stopAgent(t, url)
+	err := filepath.WalkDir(c.DataDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, secret := range []string{"Pw-SECRET-7", "Q-SECRET-7"} {
+			if bytes.Contains(b, []byte(secret)) {
+				t.Errorf("%s holds %s in clear", path, secret)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -295,7 +295,11 @@ func (d *Dispatcher) step(ctx context.Context, w *worker) (more bool, wait time.
 		pd.FirstAttempt = now
 	}
 	pd.Attempts++
-	retryAfter, reason, retriable := d.post(ctx, pd, ev.Seq, body)
+	retryAfter, reason, detail, retriable := d.post(ctx, pd, ev.Seq, body)
+	if reason != "" {
+		d.cfg.logger.Info("push: delivery attempt failed", slog.String("task_id", string(w.task)), slog.String("config", w.config),
+			slog.Uint64("seq", ev.Seq), slog.Int("attempt", pd.Attempts), slog.String("error", detail))
+	}
 	switch {
 	case reason == "":
 		w.queue = w.queue[1:]
@@ -303,7 +307,7 @@ func (d *Dispatcher) step(ctx context.Context, w *worker) (more bool, wait time.
 		pd.Attempts, pd.FirstAttempt, pd.NextAttempt, pd.LastError = 0, time.Time{}, time.Time{}, ""
 	case !retriable || pd.Attempts >= d.cfg.maxAttempts || now.Sub(pd.FirstAttempt) >= d.cfg.maxAge:
 		d.cfg.logger.Warn("push: delivery dead-lettered", slog.String("task_id", string(w.task)), slog.String("config", w.config),
-			slog.Uint64("seq", ev.Seq), slog.Int("attempts", pd.Attempts), slog.String("reason", reason))
+			slog.Uint64("seq", ev.Seq), slog.Int("attempts", pd.Attempts), slog.String("reason", reason), slog.String("error", detail))
 		pd.Dead = append(pd.Dead, tasks.DeadDelivery{Seq: ev.Seq, Attempts: pd.Attempts, Reason: reason, At: now})
 		w.queue = w.queue[1:]
 		pd.Delivered = ev.Seq
@@ -338,21 +342,31 @@ func (d *Dispatcher) backoff(n int) time.Duration {
 	return delay/2 + rand.N(delay/2+1)
 }
 
+// ReasonFailed is the reason the push config's owner is shown (in the push
+// status: the last error, dead letters) for a delivery that got no HTTP
+// answer, whatever the cause: a refused or reset connection, a timeout, a
+// TLS failure or a lookup would each tell what a port of the target is
+// doing, and a config's URL is chosen by the caller. The operator's log has
+// the cause.
+const ReasonFailed = "delivery failed"
+
 // post sends one event. reason is empty on success; otherwise it says what
-// failed, and retriable whether trying again may help (timeouts, connection
+// failed, in words fit for the config's owner (an HTTP status, a refusal
+// by the guard, or [ReasonFailed]), detail says it for the operator's log,
+// and retriable whether trying again may help (timeouts, connection
 // errors, 5xx, 429).
-func (d *Dispatcher) post(ctx context.Context, pd *tasks.PushDelivery, seq uint64, body []byte) (retryAfter time.Duration, reason string, retriable bool) {
+func (d *Dispatcher) post(ctx context.Context, pd *tasks.PushDelivery, seq uint64, body []byte) (retryAfter time.Duration, reason, detail string, retriable bool) {
 	cfg := pd.Config
 	id := fmt.Sprintf("%s/%s/%d", cfg.TaskID, cfg.ID, seq) // the same on every retry: receivers de-duplicate on it
 	jwt, err := d.signer.Sign(cfg.URL, string(cfg.TaskID), id, body, d.cfg.now())
 	if err != nil {
-		return 0, "sign: " + err.Error(), true
+		return 0, ReasonFailed, "sign: " + err.Error(), true
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.URL, strings.NewReader(string(body)))
 	if err != nil {
-		return 0, "bad url: " + err.Error(), false
+		return 0, ReasonFailed, "bad url: " + err.Error(), false
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(HeaderSignature, jwt)
@@ -370,20 +384,20 @@ func (d *Dispatcher) post(ctx context.Context, pd *tasks.PushDelivery, seq uint6
 		err = ue.Err // its message repeats the URL, whose query may hold a secret
 	}
 	if err != nil {
-		if errors.Is(err, ErrTargetRefused) {
-			return 0, err.Error(), false
+		if errors.Is(err, ErrTargetRefused) { // what the address resolves to now stays in the log
+			return 0, ErrTargetRefused.Error(), err.Error(), false
 		}
-		return 0, "post: " + err.Error(), ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded)
+		return 0, ReasonFailed, "post: " + err.Error(), ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return 0, "", false
+		return 0, "", "", false
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return parseRetryAfter(resp.Header.Get("Retry-After"), d.cfg.now()), "HTTP " + resp.Status, true
+		return parseRetryAfter(resp.Header.Get("Retry-After"), d.cfg.now()), "HTTP " + resp.Status, "HTTP " + resp.Status, true
 	}
-	return 0, "HTTP " + resp.Status, false
+	return 0, "HTTP " + resp.Status, "HTTP " + resp.Status, false
 }
 
 // authorization is the Authorization header of a delivery to a config with

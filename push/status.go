@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 	"text/tabwriter"
 	"time"
 
@@ -23,7 +22,7 @@ type statusStore interface {
 type Status struct {
 	TaskID    a2a.TaskID           `json:"task_id"`
 	ConfigID  string               `json:"config_id"`
-	URL       string               `json:"url"`
+	URL       string               `json:"url"` // masked: see [tasks.MaskedURL]
 	Delivered int                  `json:"delivered"`
 	Pending   uint64               `json:"pending"`
 	Attempts  int                  `json:"attempts,omitempty"`
@@ -44,7 +43,7 @@ func Statuses(ctx context.Context, store statusStore, owner *tasks.Owner) ([]Sta
 		if owner != nil && pd.Owner != *owner {
 			continue
 		}
-		s := Status{TaskID: pd.Config.TaskID, ConfigID: pd.Config.ID, URL: safeURL(pd.Config.URL),
+		s := Status{TaskID: pd.Config.TaskID, ConfigID: pd.Config.ID, URL: tasks.MaskedURL(pd.Config.URL),
 			Delivered: pd.DeliveredCount, Attempts: pd.Attempts, NextRetry: pd.NextAttempt, LastError: pd.LastError, Dead: pd.Dead}
 		if snap, err := store.Get(ctx, pd.Owner, pd.Config.TaskID); err == nil && snap.Version > pd.Delivered {
 			s.Pending = snap.Version - pd.Delivered
@@ -52,17 +51,6 @@ func Statuses(ctx context.Context, store statusStore, owner *tasks.Owner) ([]Sta
 		out = append(out, s)
 	}
 	return out, nil
-}
-
-// safeURL drops credentials and the query from a webhook URL before it is
-// shown: either may carry a secret.
-func safeURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
 }
 
 // WriteStatusTable prints statuses for people, one config a line, then each

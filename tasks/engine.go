@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -281,10 +282,18 @@ func view(t *a2a.Task, historyLength *int, artifacts bool) *a2a.Task {
 	if !artifacts {
 		v.Artifacts = nil
 	}
+	if trimHistory && *historyLength == 0 {
+		v.History = nil // not an empty tail, which would keep the whole array reachable
+	}
 	return &v
 }
 
-// ListTasks implements [a2asrv.RequestHandler].
+// ListTasks implements [a2asrv.RequestHandler]. A listed task has no
+// history unless historyLength asks for some, and no artifacts unless
+// includeArtifacts does. A page holds at most pageSize tasks and, encoded,
+// at most the byte cap ([WithListPageBytes]): it ends before the task that
+// would take it over, and nextPageToken continues there; a first task larger
+// than the cap comes alone.
 func (e *Engine) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
 	if req == nil {
 		req = &a2a.ListTasksRequest{}
@@ -301,25 +310,133 @@ func (e *Engine) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a
 	if size == 0 {
 		size = DefaultPageSize
 	}
-	page, err := e.store.List(ctx, ListQuery{
+	none := 0
+	history := req.HistoryLength
+	if history == nil {
+		history = &none
+	}
+	q := ListQuery{
 		Owner:        ownerFrom(ctx, req.Tenant),
 		ContextID:    req.ContextID,
 		State:        req.Status,
 		UpdatedAfter: req.StatusTimestampAfter,
-		PageSize:     size,
 		PageToken:    req.PageToken,
-	})
+	}
+	resp := &a2a.ListTasksResponse{Tasks: []*a2a.Task{}, PageSize: size}
+	used, chunk := 0, min(size, listFirstChunk)
+	for {
+		// The store decodes whole tasks: ask for a few at a time, as many as
+		// the decode budget allows at the size seen so far, so that only the
+		// trimmed views of a page's tasks stay in memory together.
+		q.PageSize = chunk
+		page, err := e.list(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		resp.TotalSize = page.TotalSize
+		seen := 0
+		for i, s := range page.Tasks {
+			v := view(s.Task, history, req.IncludeArtifacts)
+			n := encodedSize(v)
+			if len(resp.Tasks) > 0 && used+n > e.cfg.listPageBytes {
+				// The page ends before this task: continue after the i before it.
+				resp.NextPageToken = q.PageToken
+				if i > 0 {
+					if resp.NextPageToken, err = e.tokenAfter(ctx, q, i); err != nil {
+						return nil, err
+					}
+				}
+				return resp, nil
+			}
+			resp.Tasks = append(resp.Tasks, v)
+			used += n
+			seen += approxSize(s.Task)
+		}
+		resp.NextPageToken = page.NextPageToken
+		left := size - len(resp.Tasks)
+		if page.NextPageToken == "" || left == 0 {
+			return resp, nil
+		}
+		q.PageToken = page.NextPageToken
+		chunk = left
+		if len(page.Tasks) > 0 {
+			chunk = min(left, max(1, listDecodeBudget/max(1, seen/len(page.Tasks))))
+		}
+	}
+}
+
+// Bounds of what one ListTasks decodes at once: a first store page of
+// listFirstChunk tasks, then as many as listDecodeBudget bytes of tasks of
+// the average size seen. Four lists of 4 MB tasks held 3.8 GB when each
+// decoded its whole page at once (issue #14).
+const (
+	listFirstChunk   = 4
+	listDecodeBudget = 16 << 20
+)
+
+func (e *Engine) list(ctx context.Context, q ListQuery) (*ListPage, error) {
+	page, err := e.store.List(ctx, q)
 	if errors.Is(err, ErrInvalidPageToken) {
 		return nil, a2a.NewError(a2a.ErrInvalidParams, "pageToken was not issued by this agent")
 	}
 	if err != nil {
 		return nil, e.publicError(ctx, "list tasks", "", err)
 	}
-	resp := &a2a.ListTasksResponse{Tasks: make([]*a2a.Task, len(page.Tasks)), TotalSize: page.TotalSize, PageSize: size, NextPageToken: page.NextPageToken}
-	for i, s := range page.Tasks {
-		resp.Tasks[i] = view(s.Task, req.HistoryLength, req.IncludeArtifacts)
+	return page, nil
+}
+
+// tokenAfter is the store's page token that continues after the first n
+// tasks of q: the store's tokens are its own, so it is asked for that page.
+func (e *Engine) tokenAfter(ctx context.Context, q ListQuery, n int) (string, error) {
+	q.PageSize = n
+	page, err := e.list(ctx, q)
+	if err != nil {
+		return "", err
 	}
-	return resp, nil
+	return page.NextPageToken, nil
+}
+
+// encodedSize is the length of v's JSON encoding.
+func encodedSize(v *a2a.Task) int {
+	var c countingWriter
+	if err := json.NewEncoder(&c).Encode(v); err != nil {
+		return 0 // the transport will fail to encode it too, and say so
+	}
+	return int(c)
+}
+
+type countingWriter int
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
+}
+
+// approxSize estimates the bytes a decoded task holds, from its parts' content.
+func approxSize(t *a2a.Task) int {
+	n := 512
+	parts := func(ps []*a2a.Part) {
+		for _, p := range ps {
+			n += 64 + len(p.Text()) + len(p.Raw()) + len(p.URL())
+			if p.Data() != nil {
+				n += 256
+			}
+		}
+	}
+	for _, m := range t.History {
+		if m != nil {
+			parts(m.Parts)
+		}
+	}
+	for _, a := range t.Artifacts {
+		if a != nil {
+			parts(a.Parts)
+		}
+	}
+	if t.Status.Message != nil {
+		parts(t.Status.Message.Parts)
+	}
+	return n
 }
 
 // validateMessage checks what a2a-go's own handler checks, with the field named.

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -27,8 +28,9 @@ var ErrUnsealable = errors.New("push secret cannot be opened")
 // follow: "sealed:v1:<key id>:<base64 of nonce and ciphertext>".
 const sealedPrefix = "sealed:v1:"
 
-// A Sealer encrypts the secrets of push configs (the token, and the
-// credentials of their authentication) before a store keeps them, with
+// A Sealer encrypts the secrets of push configs (the token, the
+// credentials of their authentication, and a URL with userinfo, a query or
+// a fragment) before a store keeps them, with
 // AES-256-GCM under keys derived by HKDF-SHA256 from secrets the agent is
 // configured with, so neither the bbolt file nor Redis holds them in clear.
 // Each sealed value is bound to its task, config and field: copied into
@@ -39,9 +41,15 @@ const sealedPrefix = "sealed:v1:"
 // under it was replaced or deleted; a value sealed under a secret no longer
 // given fails with [ErrUnsealable]. Values stored in clear before sealing was
 // on are read as they are and sealed when their config is next stored.
+//
+// A sealed URL is stored as its masked form ([MaskedURL]), then "#" and the
+// sealed value: a listing that cannot open it ([ListingOnly]) still shows
+// where the config delivers.
 type Sealer struct {
 	sealID string
 	aeads  map[string]cipher.AEAD // by key id
+	// listing: open nothing, show sealed values masked (see ListingOnly).
+	listing bool
 }
 
 // NewSealer derives one key from each secret (at least [MinSecretBytes]
@@ -102,6 +110,9 @@ func (s *Sealer) openValue(cfg *a2a.PushConfig, field, v string) (string, error)
 	if !sealed {
 		return v, nil // stored before sealing was on
 	}
+	if s != nil && s.listing {
+		return maskedSecret, nil
+	}
 	if s == nil {
 		return "", fmt.Errorf("push %s of config %s: %w: the store has no sealing key", field, cfg.ID, ErrUnsealable)
 	}
@@ -121,15 +132,83 @@ func (s *Sealer) openValue(cfg *a2a.PushConfig, field, v string) (string, error)
 	return string(plain), nil
 }
 
+// maskedSecret stands for a sealed token or credential a listing shows.
+const maskedSecret = "****"
+
+// secretURL reports whether a push URL may hold a secret (userinfo, a
+// query, a fragment), or does not parse: such a URL is sealed. A URL
+// holding "#" is always sealed, so that a stored one holds only the "#"
+// before a sealed value.
+func secretURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err != nil || u.User != nil || u.RawQuery != "" || u.ForceQuery || strings.Contains(raw, "#")
+}
+
+// sealURL is the stored form of a URL that holds a secret: its masked form,
+// "#", the sealed URL.
+func (s *Sealer) sealURL(cfg *a2a.PushConfig) (string, error) {
+	if !secretURL(cfg.URL) {
+		return cfg.URL, nil
+	}
+	v, err := s.sealValue(cfg, "url", cfg.URL)
+	if err != nil {
+		return "", err
+	}
+	return MaskedURL(cfg.URL) + "#" + v, nil
+}
+
+// openURL gives back the URL a stored one was sealed from; a listing gets
+// its masked form.
+func (s *Sealer) openURL(cfg *a2a.PushConfig) (string, error) {
+	shown, sealed, ok := strings.Cut(cfg.URL, "#"+sealedPrefix)
+	if !ok {
+		return cfg.URL, nil
+	}
+	if s != nil && s.listing {
+		return shown, nil
+	}
+	return s.openValue(cfg, "url", sealedPrefix+sealed)
+}
+
+// MaskedURL is a push URL as it may be shown: userinfo and the query, which
+// may carry credentials, are replaced by "***", the fragment (never sent)
+// is dropped, and a URL without them is returned as it is. A URL that does
+// not parse is shown as "(unparsable URL)".
+func MaskedURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	user, query := u.User != nil, u.RawQuery != "" || u.ForceQuery
+	if !user && !query && !strings.Contains(raw, "#") {
+		return raw
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	out := u.String()
+	if user {
+		out = strings.Replace(out, "//", "//***@", 1)
+	}
+	if query {
+		out += "?***"
+	}
+	return out
+}
+
 // seal returns a copy of cfg with its secrets sealed, or cfg itself when s
 // is nil (no sealing) or cfg holds no secret.
 func (s *Sealer) seal(cfg *a2a.PushConfig) (*a2a.PushConfig, error) {
-	if s == nil || cfg == nil || (cfg.Token == "" && (cfg.Auth == nil || cfg.Auth.Credentials == "")) {
+	if s == nil || cfg == nil || (cfg.Token == "" && (cfg.Auth == nil || cfg.Auth.Credentials == "") && !secretURL(cfg.URL)) {
 		return cfg, nil
+	}
+	if s.listing {
+		return nil, errors.New("seal push config: the store was opened only to list")
 	}
 	out := *cfg
 	var err error
 	if out.Token, err = s.sealValue(cfg, "token", cfg.Token); err != nil {
+		return nil, err
+	}
+	if out.URL, err = s.sealURL(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.Auth != nil {
@@ -145,12 +224,16 @@ func (s *Sealer) seal(cfg *a2a.PushConfig) (*a2a.PushConfig, error) {
 // open returns a copy of a stored cfg with its secrets opened. A nil s
 // opens nothing, and refuses a sealed value.
 func (s *Sealer) open(cfg *a2a.PushConfig) (*a2a.PushConfig, error) {
-	if cfg == nil || (!strings.HasPrefix(cfg.Token, sealedPrefix) && (cfg.Auth == nil || !strings.HasPrefix(cfg.Auth.Credentials, sealedPrefix))) {
+	if cfg == nil || (!strings.HasPrefix(cfg.Token, sealedPrefix) && (cfg.Auth == nil || !strings.HasPrefix(cfg.Auth.Credentials, sealedPrefix)) &&
+		!strings.Contains(cfg.URL, "#"+sealedPrefix)) {
 		return cfg, nil
 	}
 	out := *cfg
 	var err error
 	if out.Token, err = s.openValue(cfg, "token", cfg.Token); err != nil {
+		return nil, err
+	}
+	if out.URL, err = s.openURL(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.Auth != nil {
@@ -185,3 +268,9 @@ func (o sealerOption) applyBolt(c *boltConfig)   { c.sealer = o.s }
 // keeps them, and opens them when it reads them back. Without it they are
 // stored as given, and a sealed one read back fails with [ErrUnsealable].
 func WithSealer(s *Sealer) StoreOption { return sealerOption{s} }
+
+// ListingOnly opens a store only to list its push configs without their
+// keys (the push status of a stopped agent): sealed secrets are read back
+// masked, a sealed URL as its masked form, and storing a config with a
+// secret fails. A store opened so must not deliver.
+func ListingOnly() StoreOption { return sealerOption{&Sealer{listing: true}} }

@@ -51,9 +51,10 @@ func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return push.WriteStatusTable(stdout, statuses)
 }
 
-// localPushStatus reads every push config of a stopped agent's store.
+// localPushStatus reads every push config of a stopped agent's store. It
+// has none of the agent's keys: sealed secrets are listed masked.
 func localPushStatus(ctx context.Context, dir string) ([]push.Status, error) {
-	store, err := tasks.OpenBolt(filepath.Join(dir, "tasks.db"), time.Second)
+	store, err := tasks.OpenBolt(filepath.Join(dir, "tasks.db"), time.Second, tasks.ListingOnly())
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("the agent using %s is running: ask it with handoff push status URL", dir)
 	}
