@@ -836,7 +836,9 @@ func (e *Engine) followToEnd(ctx context.Context, h *hub, owner Owner, after uin
 		if stopped || terminal || ctx.Err() != nil {
 			return
 		}
-		// The task waits for its client: wait for its next turn.
+		// The task waits for its client: wait for its next turn, here or,
+		// on replicas, on another replica.
+		e.awaitTurn(h)
 		h.mu.Lock()
 		wake, idle := h.wake, h.run == nil && !h.remote && h.snap.Version <= after
 		h.mu.Unlock()

@@ -28,6 +28,7 @@ type engineConfig struct {
 	leaseTTL      time.Duration
 	// idempotencyKey reads a message's idempotency key; nil: none has one.
 	idempotencyKey func(*a2a.Message) string
+	listPageBytes  int
 }
 
 func defaultConfig() engineConfig {
@@ -36,6 +37,7 @@ func defaultConfig() engineConfig {
 		maxConcurrent: 256,
 		idleTimeout:   2 * time.Minute,
 		leaseTTL:      DefaultLeaseTTL,
+		listPageBytes: DefaultListPageBytes,
 		logger:        slog.Default(),
 	}
 }
@@ -135,4 +137,20 @@ const DefaultLeaseTTL = 6 * time.Second
 // under 300ms are raised to it. An engine on the embedded store ignores it.
 func WithLeaseTTL(ttl time.Duration) Option {
 	return optionFunc(func(cfg *engineConfig) { cfg.leaseTTL = max(ttl, 300*time.Millisecond) })
+}
+
+// DefaultListPageBytes is the default byte cap of a ListTasks page.
+const DefaultListPageBytes = 4 << 20
+
+// WithListPageBytes caps the size of a ListTasks page, its tasks as encoded
+// in JSON: a page ends before the task that would take it over n, and its
+// nextPageToken continues from there; a single task larger than n comes
+// alone, trimmed as the request asks. The default is
+// [DefaultListPageBytes]; zero or less keeps it.
+func WithListPageBytes(n int) Option {
+	return optionFunc(func(cfg *engineConfig) {
+		if n > 0 {
+			cfg.listPageBytes = n
+		}
+	})
 }
