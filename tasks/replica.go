@@ -319,12 +319,20 @@ func (e *Engine) takeOver(ctx context.Context, owner Owner, id a2a.TaskID) error
 // followRemote starts following the log of a task that is not final and
 // runs on no execution of this engine (a new hub, made from the store):
 // another replica writes its events, which reach the hub's waiters in order.
-func (e *Engine) followRemote(h *hub) {
+func (e *Engine) followRemote(h *hub) { e.tailHub(h, final) }
+
+// awaitTurn follows the log of a task that waits for its client, until its
+// next turn is final again: the turn may run on another replica, and this
+// one's subscribers must see it.
+func (e *Engine) awaitTurn(h *hub) { e.tailHub(h, a2a.TaskState.Terminal) }
+
+// tailHub feeds h from the shared log unless its task's state is done.
+func (e *Engine) tailHub(h *hub, done func(a2a.TaskState) bool) {
 	if e.rep == nil {
 		return
 	}
 	h.mu.Lock()
-	if h.run != nil || h.snap == nil || final(h.snap.Task.Status.State) {
+	if h.run != nil || h.snap == nil || done(h.snap.Task.Status.State) {
 		h.mu.Unlock()
 		return
 	}

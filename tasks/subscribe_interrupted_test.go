@@ -12,10 +12,22 @@ import (
 // TestSubscribeToInterruptedTask: a subscribe to a task that waits for
 // input keeps the stream open (an interrupted task is not terminal, A2A 1.0
 // 3.1.6), through another input-required turn, and ends it when the task
-// reaches a terminal state.
+// reaches a terminal state: on one engine, and on two replicas where the
+// turns are taken by the replica the subscriber is not on.
 func TestSubscribeToInterruptedTask(t *testing.T) {
-	e, _, _ := newEngine(t, t.TempDir(), tasks.WithCapabilities(a2a.AgentCapabilities{Streaming: true}))
-	res, err := e.SendMessage(t.Context(), send("ask"))
+	t.Run("one engine", func(t *testing.T) {
+		e, _, _ := newEngine(t, t.TempDir(), tasks.WithCapabilities(a2a.AgentCapabilities{Streaming: true}))
+		subscribeAcrossTurns(t, e, e)
+	})
+	t.Run("replicas", func(t *testing.T) {
+		es, _, _ := replicas(t, 2, tasks.WithCapabilities(a2a.AgentCapabilities{Streaming: true}))
+		subscribeAcrossTurns(t, es[0], es[1])
+	})
+}
+
+// subscribeAcrossTurns subscribes on sub to a task that other runs.
+func subscribeAcrossTurns(t *testing.T, sub, other *tasks.Engine) {
+	res, err := other.SendMessage(t.Context(), send("ask"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,6 +35,7 @@ func TestSubscribeToInterruptedTask(t *testing.T) {
 	if task.Status.State != a2a.TaskStateInputRequired {
 		t.Fatalf("state %s, want input-required", task.Status.State)
 	}
+	e := sub
 
 	events := make(chan a2a.Event, 64)
 	ended := make(chan error, 1)
@@ -63,7 +76,7 @@ func TestSubscribeToInterruptedTask(t *testing.T) {
 	reply := func(text string) {
 		m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
 		m.TaskID, m.ContextID = task.ID, task.ContextID
-		if _, err := e.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: m}); err != nil {
+		if _, err := other.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: m}); err != nil {
 			t.Fatal(err)
 		}
 	}
