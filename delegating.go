@@ -394,7 +394,12 @@ func relayed(ec *a2asrv.ExecutorContext, peer string, st a2a.TaskStatus) *a2a.Me
 	if st.Message != nil && len(st.Message.Parts) > 0 {
 		return a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, st.Message.Parts...)
 	}
-	return agentText(ec, fmt.Sprintf("%s: %s", peer, strings.ToLower(strings.TrimPrefix(string(st.State), "TASK_STATE_"))))
+	return agentText(ec, peer+": "+stateWord(st.State))
+}
+
+// stateWord is a task state as a status message says it: "working".
+func stateWord(s a2a.TaskState) string {
+	return strings.ToLower(strings.TrimPrefix(string(s), "TASK_STATE_"))
 }
 
 // messageText joins the text parts of m; "" for nil.
@@ -447,7 +452,7 @@ func (s *delegateSkill) unfollowed(ctx context.Context, ec *a2asrv.ExecutorConte
 			text = fmt.Sprintf("The delegation's deadline %s passed before peer %s's task %s ended", rec.Deadline.Format(time.RFC3339), peer.Name, rec.RemoteTaskID)
 		}
 		if last != nil {
-			text += "; that task is now " + strings.ToLower(strings.TrimPrefix(string(last.Status.State), "TASK_STATE_"))
+			text += "; that task is now " + stateWord(last.Status.State)
 		}
 		text += "."
 	}
