@@ -10,11 +10,13 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/handoff-a2a/handoff/internal/auth"
 )
@@ -70,6 +72,8 @@ auth:
   anonymous: true
   api_keys: [{name: ops, sha256: %s}]
 approvers: ["key:ops"]
+capabilities: {push_notifications: true}
+push: {allow_hosts: [127.0.0.1], retry_delay: 10ms, timeout: 500ms}
 mcp_servers: [{name: notes, command: %q, args: [--events, %q]}]
 tool_contracts:
   - {tool: notes__read_note, effect: read, risk: low, approval: none, redact: [name]}
@@ -114,10 +118,22 @@ func TestToolSkillRedactsStoredMessages(t *testing.T) {
 	logs := &lockedBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	_, url := serveAgent(t, redactConfig(t, bin, events, dataDir), WithLogger(logger))
+	pushed := &lockedBuffer{} // every push body, one after another
+	delivered := make(chan struct{}, 1)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		pushed.Write(append(b, '\n'))
+		select {
+		case delivered <- struct{}{}:
+		default:
+		}
+	}))
+	defer hook.Close()
 
 	write := func(id, name, text string) map[string]any {
 		_, out := call(t, url, "", "", "SendMessage", fmt.Sprintf(`{"message":{"messageId":%q,"role":"ROLE_USER",
-			"metadata":{"handoff/skill":"write-note"},"parts":[{"data":{"name":%q,"text":%q}}]}}`, id, name, text))
+			"metadata":{"handoff/skill":"write-note"},"parts":[{"data":{"name":%q,"text":%q}}]},
+			"configuration":{"taskPushNotificationConfig":{"url":%q,"token":"tok-123456789"}}}`, id, name, text, hook.URL))
 		return resultTask(t, out)
 	}
 	task := write("w1", "n1", secret)
@@ -151,6 +167,18 @@ func TestToolSkillRedactsStoredMessages(t *testing.T) {
 	got, _ = json.Marshal(out)
 	if strings.Contains(string(got), secretName) || !strings.Contains(string(got), `[REDACTED]`) {
 		t.Fatalf("GetTask of the read: %s", got)
+	}
+	// Push deliveries carry the stored events: the first (the task) redacted, up to the end.
+	deadline := time.After(20 * time.Second)
+	for !strings.Contains(pushed.String(), "TASK_STATE_COMPLETED") {
+		select {
+		case <-delivered:
+		case <-deadline:
+			t.Fatalf("no push of the completed write; pushed:\n%s", pushed.String())
+		}
+	}
+	if p := pushed.String(); strings.Contains(p, secret) || !strings.Contains(p, `"text":"[REDACTED]"`) {
+		t.Fatalf("push bodies:\n%s", p)
 	}
 	// The audit shows the calls, without the values.
 	req, _ := http.NewRequest("GET", url+"/a2a/audit", nil)

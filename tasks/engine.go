@@ -563,7 +563,7 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (_ *run
 			msg.TaskID = keyedTaskID(owner, key)
 			// Held until the new task's hub is in place, so a concurrent
 			// repeat finds it instead of starting a second task.
-			digest, err := ContentDigest(&msg)
+			digest, err := contentDigest(&msg)
 			if err != nil {
 				return nil, nil, nil, a2a.NewError(a2a.ErrInvalidParams, "message parts cannot be encoded")
 			}

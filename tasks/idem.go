@@ -16,15 +16,15 @@ import (
 
 // ContentDigestKey is the task metadata key under which a task started by a
 // message with an idempotency key keeps the digest of that message's
-// content ([ContentDigest]), so that a repeat with other content is refused,
+// content ([contentDigest]), so that a repeat with other content is refused,
 // after a restart too.
 const ContentDigestKey = "handoff/idempotency-digest"
 
-// ContentDigest is "sha256:" and the hex SHA-256 of the RFC 8785 canonical
+// contentDigest is "sha256:" and the hex SHA-256 of the RFC 8785 canonical
 // JSON of a message's parts: what a repeat of the message with the same
 // idempotency key must send again. Ids, metadata (an envelope's deadline,
 // trace context) and the role may differ between repeats.
-func ContentDigest(m *a2a.Message) (string, error) {
+func contentDigest(m *a2a.Message) (string, error) {
 	b, err := json.Marshal(m.Parts)
 	if err != nil {
 		return "", fmt.Errorf("digest message %s: %w", m.ID, err)
