@@ -98,11 +98,16 @@ func (s *toolSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) ite
 		switch res.Outcome {
 		case mcp.OutcomeSuccess:
 			s.forget(ec.TaskID)
+			// The result is kept with the task: a redacted argument it echoes is masked.
+			scrub := res.Scrub
+			if scrub == nil {
+				scrub = func(t string) string { return t }
+			}
 			parts := []*a2a.Part{}
 			if res.StructuredContent != nil {
-				parts = append(parts, a2a.NewDataPart(res.StructuredContent))
+				parts = append(parts, a2a.NewDataPart(scrubValue(res.StructuredContent, scrub)))
 			}
-			if text := textOf(res.Content); text != "" {
+			if text := scrub(textOf(res.Content)); text != "" {
 				parts = append(parts, a2a.NewTextPart(text))
 			}
 			if len(parts) == 0 {
@@ -376,6 +381,27 @@ func principalOf(ec *a2asrv.ExecutorContext) string {
 
 func agentText(ec *a2asrv.ExecutorContext, text string) *a2a.Message {
 	return a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart(text))
+}
+
+// scrubValue is v with scrub applied to every string inside it, keys too.
+func scrubValue(v any, scrub func(string) string) any {
+	switch v := v.(type) {
+	case string:
+		return scrub(v)
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[scrub(k)] = scrubValue(e, scrub)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = scrubValue(e, scrub)
+		}
+		return out
+	}
+	return v
 }
 
 // textOf joins the text items of a tool's content.

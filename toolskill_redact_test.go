@@ -228,3 +228,35 @@ func TestToolSkillRedactsStoredMessages(t *testing.T) {
 		t.Fatalf("write_note ran %d times, want once (the approval before the restart):\n%s", n, b)
 	}
 }
+
+// TestToolSkillScrubsEchoedArguments: a tool's result that echoes a redacted argument
+// (write_note answers "saved NAME") is kept with the value masked.
+func TestToolSkillScrubsEchoedArguments(t *testing.T) {
+	const secret = "s3cret-name-echo-2b"
+	c, err := ParseConfig("tools.yaml", strings.NewReader(fmt.Sprintf(`name: Tools
+description: notes
+log: {level: error}
+limits: {shutdown_grace: 1s}
+auth: {anonymous: true}
+mcp_servers: [{name: notes, command: %q}]
+tool_contracts:
+  - {tool: notes__write_note, effect: write, risk: low, approval: none, redact: [name]}
+skills:
+  - {id: write-note, name: Write, executor: mcp, tool: notes__write_note}
+`, buildMCPServer(t))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DataDir = t.TempDir()
+	url := startAgent(t, c)
+	_, out := call(t, url, "", "", "SendMessage", fmt.Sprintf(`{"message":{"messageId":"w1","role":"ROLE_USER",
+		"parts":[{"data":{"name":%q,"text":"hello"}}]}}`, secret))
+	task := resultTask(t, out)
+	b, _ := json.Marshal(task)
+	if state(task) != "TASK_STATE_COMPLETED" || strings.Contains(string(b), secret) || !strings.Contains(string(b), "saved [REDACTED]") {
+		t.Fatalf("write whose result echoes its redacted name: %s", b)
+	}
+	if files := filesHolding(t, c.DataDir, secret); len(files) > 0 {
+		t.Fatalf("the data directory holds the redacted name in %v", files)
+	}
+}

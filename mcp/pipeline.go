@@ -82,6 +82,11 @@ type PipelineResult struct {
 	// AuditErr says the record could not be stored. The call's outcome stands (it may have
 	// run), so callers should treat this as an operational alarm, not a failed call.
 	AuditErr error
+	// Scrub replaces the values of the call's redacted arguments in text with [Redacted],
+	// in every spelling the pipeline scrubs from its own reasons: for a caller that keeps or
+	// shows what the tool returned, which may echo them. Nil when the arguments were never
+	// canonicalised; it is not safe to keep, as it holds the values.
+	Scrub func(string) string
 }
 
 // A PipelineOption configures a [Pipeline].
@@ -352,7 +357,7 @@ func (p *Pipeline) run(ctx context.Context, pol *policy, prop Proposal, approval
 	if out.Outcome == OutcomeSuccess || out.Outcome == OutcomeToolError {
 		rec.ResultSHA256 = resultHash(out)
 	}
-	return PipelineResult{Result: out, Decision: decision, Digest: digest, IdempotencyKey: key}
+	return PipelineResult{Result: out, Decision: decision, Digest: digest, IdempotencyKey: key, Scrub: scrub.text}
 }
 
 // outputSchema is the contract's output schema if it has one, else the tool's own (nil if

@@ -338,6 +338,23 @@ func TestPipelineRedaction(t *testing.T) {
 	}
 }
 
+// TestPipelineScrubsEchoedResults: a result that echoes a redacted argument can be masked
+// with the result's Scrub, in the spellings the pipeline scrubs from its reasons.
+func TestPipelineScrubsEchoedResults(t *testing.T) {
+	m := exampleManager(t)
+	h := newHarness(t, m, []mcp.Contract{{Tool: "ex__write_note", Effect: mcp.EffectWrite, Risk: mcp.RiskLow,
+		Approval: mcp.ApprovalNone, Redact: []string{"name"}}})
+	r := h.run(t, mcp.Proposal{Tool: "ex__write_note", Arguments: map[string]any{"name": "SECRET-NAME-3", "text": "x"}}, nil)
+	wantOutcome(t, r, mcp.OutcomeSuccess)
+	text := r.Content[0].(*mcpsdk.TextContent).Text
+	if text != "saved SECRET-NAME-3" || r.Scrub == nil {
+		t.Fatalf("result %q, scrub set: %v", text, r.Scrub != nil)
+	}
+	if got := r.Scrub(text + ` and "SECRET-NAME-3"`); got != "saved "+mcp.Redacted+" and "+mcp.Redacted {
+		t.Fatalf("scrubbed: %q", got)
+	}
+}
+
 // TestPipelineDeny: a deny glob wins over any contract and any approval.
 func TestPipelineDeny(t *testing.T) {
 	m := exampleManager(t)
