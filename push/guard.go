@@ -119,9 +119,10 @@ func WithResolver(r Resolver) GuardOption {
 //
 // The allow-list lifts these rules. A host name on it (matched exactly,
 // case-insensitively) may be plain http and resolve anywhere. An IP or CIDR
-// on it lets a URL whose host is that literal address be plain http, and
-// lets any https host resolve into it. The zero allow-list, the default,
-// allows nothing.
+// on it lets a URL whose host is that literal address (or its IPv4-mapped
+// form) be plain http, and lets any https host resolve into it; it does
+// not allow the NAT64, 6to4 or IPv4-compatible forms of its addresses. The
+// zero allow-list, the default, allows nothing.
 //
 // A Guard is safe for concurrent use.
 type Guard struct {
@@ -262,20 +263,27 @@ func (g *Guard) netListed(a netip.Addr) bool {
 	return false
 }
 
-// refusal says why a may not be reached, or "" if it may. An address in
-// one of the IPv6 forms that carry an IPv4 address is refused when that
-// address is, whatever the form.
+// refusal says why a may not be reached, or "" if it may: it is
+// allow-listed, or in no special range.
 func (g *Guard) refusal(a netip.Addr) string {
 	a = a.WithZone("")
 	if g.netListed(a) {
 		return ""
 	}
+	return specialWhy(a)
+}
+
+// specialWhy says which special range a is in, or "". An IPv6 form that
+// carries an IPv4 address is refused when that address is in one, whatever
+// the allow-list: allowing 127.0.0.1 allows neither its 6to4 nor its NAT64
+// form, which reach other machines.
+func specialWhy(a netip.Addr) string {
 	for _, s := range specials {
 		if !s.prefix.Contains(a) {
 			continue
 		}
 		if s.v4 != nil {
-			if why := g.refusal(s.v4(a.As16())); why != "" {
+			if why := specialWhy(s.v4(a.As16())); why != "" {
 				return why + s.in
 			}
 			if s.viaV4 {

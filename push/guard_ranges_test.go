@@ -185,17 +185,21 @@ func TestGuardAcceptsPublicEdges(t *testing.T) {
 	}
 }
 
-// The allow-list lifts the refusal of the embedded forms too: an allowed
-// IPv4 range is allowed behind NAT64, in 6to4 and IPv4-mapped.
-func TestGuardAllowListCoversEmbeddedForms(t *testing.T) {
-	g := push.NewGuard([]string{"192.0.2.0/24", "2001:db8::/32"}, push.WithResolver(newResolver(nil)))
-	for _, a := range []string{"192.0.2.2", "::ffff:192.0.2.2", "64:ff9b::c000:202", "2002:c000:202::1", "2001:db8::1"} {
+// The allow-list allows an address and its IPv4-mapped form (the same
+// address to the kernel), not the forms that reach another machine with
+// it: an allowed 127.0.0.1 does not allow 6to4 2002:7f00:1:: or NAT64
+// 64:ff9b::7f00:1.
+func TestGuardAllowListAndEmbeddedForms(t *testing.T) {
+	g := push.NewGuard([]string{"192.0.2.0/24", "127.0.0.1", "2001:db8::/32"}, push.WithResolver(newResolver(nil)))
+	for _, a := range []string{"192.0.2.2", "::ffff:192.0.2.2", "127.0.0.1", "::ffff:127.0.0.1", "2001:db8::1"} {
 		if err := g.CheckURL(t.Context(), "https://"+bracket(a)+"/"); err != nil {
 			t.Errorf("%s: %v", a, err)
 		}
 	}
-	if err := g.CheckURL(t.Context(), "https://198.18.0.1/"); !errors.Is(err, push.ErrTargetRefused) {
-		t.Errorf("198.18.0.1, not on the list: %v", err)
+	for _, a := range []string{"64:ff9b::c000:202", "2002:c000:202::1", "2002:7f00:1::", "64:ff9b::7f00:1", "::127.0.0.1", "198.18.0.1"} {
+		if err := g.CheckURL(t.Context(), "https://"+bracket(a)+"/"); !errors.Is(err, push.ErrTargetRefused) {
+			t.Errorf("%s: %v, want ErrTargetRefused", a, err)
+		}
 	}
 }
 
