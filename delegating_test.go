@@ -97,18 +97,25 @@ skills:
 		writeContract(t, dir, "contradicted", "/notes", "result.notes == evidence.notes__stats.notes + 1.0"),
 		writeContract(t, dir, "no-evidence", "/receipt", "true")))
 
-	for _, tc := range []struct{ skill, state, text string }{
-		{"honest", "TASK_STATE_COMPLETED", "Committed"},
-		{"contradicted", "TASK_STATE_FAILED", "rejected"},
-		{"no-evidence", "TASK_STATE_FAILED", "unknown"},
+	for _, tc := range []struct {
+		skill, state string
+		texts        []string
+	}{
+		{"honest", "TASK_STATE_COMPLETED", []string{"Committed"}},
+		// The refusal names the false term and the values it read.
+		{"contradicted", "TASK_STATE_FAILED", []string{"rejected",
+			"result.notes == evidence.notes__stats.notes + 1.0 is false (result.notes = ", ", evidence.notes__stats.notes = "}},
+		{"no-evidence", "TASK_STATE_FAILED", []string{"unknown"}},
 	} {
 		t.Run(tc.skill, func(t *testing.T) {
 			_, out := call(t, front, "", "", "SendMessage", fmt.Sprintf(
 				`{"message":{"messageId":"m-%s","role":"ROLE_USER","metadata":{"handoff/skill":%q},"parts":[{"data":{}}]}}`, tc.skill, tc.skill))
 			task := resultTask(t, out)
 			b := fmt.Sprint(task["status"])
-			if state(task) != tc.state || !strings.Contains(b, tc.text) {
-				t.Fatalf("%s: %s %s", tc.skill, state(task), b)
+			for _, text := range tc.texts {
+				if state(task) != tc.state || !strings.Contains(b, text) {
+					t.Fatalf("%s: %s %s, want %s with %q", tc.skill, state(task), b, tc.state, text)
+				}
 			}
 			if tc.state == "TASK_STATE_COMPLETED" && task["artifacts"] == nil {
 				t.Fatalf("committed without the peer's artifact: %v", task)
