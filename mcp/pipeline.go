@@ -57,8 +57,8 @@ type Proposal struct {
 	SnapshotVersion string
 	// Arguments are the tool's arguments; nil means {}.
 	Arguments map[string]any
-	// Progress, if set, receives the tool's progress notifications while the call runs; see
-	// [CallRequest.Progress].
+	// Progress, if set, receives the tool's progress notifications while the call runs, their
+	// messages scrubbed of redacted values; see [CallRequest.Progress].
 	Progress func(progress, total float64, message string)
 }
 
@@ -332,6 +332,10 @@ func (p *Pipeline) run(ctx context.Context, pol *policy, prop Proposal, approval
 	// both again.
 	key := idempotencyKey(contract.Idempotency, prop.TaskID, prop.Tool, digest)
 	rec.IdempotencyKey = key
+	progress := prop.Progress
+	if progress != nil && len(scrub.values) > 0 { // a server's progress text may echo a redacted value
+		progress = func(done, total float64, msg string) { prop.Progress(done, total, scrub.text(msg)) }
+	}
 	called := time.Now()
 	var out Result
 	if output, err := p.outputSchema(tool, contract); err != nil {
@@ -342,7 +346,7 @@ func (p *Pipeline) run(ctx context.Context, pol *policy, prop Proposal, approval
 			Timeout:        contract.Timeout,
 			ReadOnly:       contract.Effect == EffectRead,
 			IdempotencyKey: key,
-			Progress:       prop.Progress,
+			Progress:       progress,
 		})
 	}
 	out.Duration = time.Since(called)

@@ -165,3 +165,27 @@ func TestProgressEverything(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressScrubsRedacted: progress messages that echo a redacted argument reach the
+// proposal's callback with the value masked.
+func TestProgressScrubsRedacted(t *testing.T) {
+	ack := make(chan struct{}, 1)
+	srv := progressServer(func(string) <-chan struct{} { return ack })
+	m := start(t, []mcp.ServerConfig{{Name: "mem", Transport: mcp.TransportStdio, Command: "in-memory"}},
+		mcp.WithTransportForTest("mem", inMemory(srv)))
+	waitReady(t, m, "mem")
+	h := newHarness(t, m, []mcp.Contract{{Tool: "mem__*", Effect: mcp.EffectRead, Risk: mcp.RiskLow, Approval: mcp.ApprovalNone,
+		Redact: []string{"id"}}})
+	var got []string
+	h.runs++
+	r := h.p.Run(t.Context(), mcp.Proposal{TaskID: "t", Tool: "mem__work", SnapshotVersion: m.Snapshot().Version,
+		Arguments: map[string]any{"id": "SECRET-ID-9", "steps": 2},
+		Progress: func(_, _ float64, message string) {
+			got = append(got, message)
+			ack <- struct{}{}
+		}}, nil)
+	wantOutcome(t, r, mcp.OutcomeSuccess)
+	if want := []string{mcp.Redacted + " step 1", mcp.Redacted + " step 2"}; !slices.Equal(got, want) {
+		t.Fatalf("progress messages %q, want %q", got, want)
+	}
+}
