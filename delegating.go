@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -207,10 +208,10 @@ func (s *delegateSkill) Resume(ctx context.Context, ec *a2asrv.ExecutorContext) 
 			yield(nil, err)
 			return
 		}
-		peer, ok := s.peerNamed(ctx, rec.Peer)
-		if !ok {
+		peer, err := s.awaitPeer(ctx, rec)
+		if err != nil {
 			s.end(ctx, ec, rec, acceptance.Failed, yield,
-				fmt.Sprintf("The agent restarted and peer %s is no longer verified; its task %s was not followed.", rec.Peer, rec.RemoteTaskID))
+				fmt.Sprintf("The agent restarted and %v; its task %s was not followed.", err, rec.RemoteTaskID))
 			return
 		}
 		var parts []*a2a.Part
@@ -232,20 +233,36 @@ func (s *delegateSkill) Resume(ctx context.Context, ec *a2asrv.ExecutorContext) 
 	}
 }
 
-// peerNamed returns the verified peer of that name, refreshing the
-// directory once if it is not verified yet (just after a start).
-func (s *delegateSkill) peerNamed(ctx context.Context, name string) (delegation.PeerStatus, bool) {
-	for try := 0; try < 2; try++ {
-		for _, p := range s.d.peers.Peers() {
-			if p.Name == name && p.State == delegation.StateVerified {
-				return p, true
+// awaitPeer returns the verified peer rec names. A peer not verified yet
+// because it could not be reached (our start, or its own restart, may
+// come first) is asked again with backoff until the delegation's
+// deadline: its task may well have ended, and only the peer can say how.
+// A peer whose card no longer verifies is not waited for.
+func (s *delegateSkill) awaitPeer(ctx context.Context, rec *delegation.Record) (delegation.PeerStatus, error) {
+	ctx, cancel := context.WithDeadline(ctx, rec.Deadline)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		peers := s.d.peers.Peers()
+		i := slices.IndexFunc(peers, func(p delegation.PeerStatus) bool { return p.Name == rec.Peer })
+		if i < 0 {
+			return delegation.PeerStatus{}, fmt.Errorf("peer %s is no longer configured", rec.Peer)
+		}
+		switch p := peers[i]; {
+		case p.State == delegation.StateVerified:
+			return p, nil
+		case p.State == delegation.StateRefused:
+			return delegation.PeerStatus{}, fmt.Errorf("peer %s is no longer verified (%v)", rec.Peer, p.Err)
+		case attempt > 0:
+			t := time.NewTimer(min(time.Second<<min(attempt-1, 5), 30*time.Second))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return delegation.PeerStatus{}, fmt.Errorf("peer %s was not reached before the delegation's deadline (%v)", rec.Peer, p.Err)
 			}
 		}
-		if try == 0 {
-			_ = s.d.peers.Refresh(ctx)
-		}
+		_ = s.d.peers.Refresh(ctx) // a refresh cut short by ctx is seen at the next turn
 	}
-	return delegation.PeerStatus{}, false
 }
 
 // track stores rec in our task's log (a working status update whose

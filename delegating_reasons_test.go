@@ -6,16 +6,23 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/handoff-a2a/handoff/acceptance"
+	"github.com/handoff-a2a/handoff/delegation"
+	"github.com/handoff-a2a/handoff/tasks"
 )
 
 // payPeer is an a2a-go executor that says what it does, in its own
@@ -164,5 +171,93 @@ func TestDelegationTimeoutRecorded(t *testing.T) {
 	d := delegationOf(t, front, a2a.TaskID(task["id"].(string)))
 	if d.RemoteTaskID == "" || d.RemoteState != a2a.TaskStateCanceled || d.Outcome != "failed" || !strings.Contains(d.Reason, "deadline") {
 		t.Fatalf("delegation %+v, want the peer's task canceled, outcome failed, the deadline as reason", d)
+	}
+}
+
+// flakyCards serves the peer at target, except its card, refused with 503
+// the first fails times: a peer restarting while we do.
+func flakyCards(t *testing.T, target string, fails int32) string {
+	t.Helper()
+	var seen atomic.Int32
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/agent-card.json") && seen.Add(1) <= fails {
+			http.Error(w, "restarting", http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestResumeWaitsForAnUnreachablePeer: the front restarts while its peer
+// cannot be reached (its card answers 503 twice); the front asks again
+// and ends in the peer's real final state, the peer's own "card
+// declined", instead of failing the delegation at once.
+func TestResumeWaitsForAnUnreachablePeer(t *testing.T) {
+	peer := startPeerWith(t, payPeer{}, false, "declines")
+	_, out := call(t, peer, "", "", "SendMessage", `{"message":{"messageId":"before-restart","role":"ROLE_USER","parts":[{"data":{}}]}}`)
+	remote := resultTask(t, out)
+	if state(remote) != "TASK_STATE_FAILED" {
+		t.Fatalf("the peer's task: %v", remote)
+	}
+
+	// What the front had stored before it stopped: its task, working, following the peer's.
+	dataDir := t.TempDir()
+	st, err := tasks.OpenBolt(filepath.Join(dataDir, "tasks.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := a2a.NewTaskID()
+	rec := &delegation.Record{Peer: "flaky", RemoteTaskID: remote["id"].(string), IdempotencyKey: string(local), Deadline: time.Now().Add(time.Minute).UTC()}
+	meta := rec.Metadata()
+	meta[SkillMetadataKey] = "pay"
+	ask := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewDataPart(map[string]any{}))
+	ask.TaskID = local
+	task := &a2a.Task{ID: local, ContextID: a2a.NewContextID(), Status: a2a.TaskStatus{State: a2a.TaskStateWorking}, History: []*a2a.Message{ask}, Metadata: meta}
+	if err := st.Append(t.Context(), &tasks.Snapshot{Task: task, Owner: tasks.Owner{Principal: tasks.AnonymousPrincipal}, Version: 1, Updated: time.Now()},
+		[]a2a.Event{task}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	contract := filepath.Join(t.TempDir(), "pay.yaml")
+	if err := os.WriteFile(contract, []byte("skill: pay\nversion: \"1\"\nartifacts:\n  receipt: {type: object}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseConfig("front.yaml", strings.NewReader(fmt.Sprintf(`name: Front
+description: delegates payments
+auth: {anonymous: true}
+log: {level: error}
+limits: {shutdown_grace: 1s}
+peers: [{name: flaky, url: %q, trust: {jku_prefixes: [%q]}}]
+skills: [{id: pay, name: Pay, executor: delegate, delegate: {skill: scan, contract: %q}}]
+`, flakyCards(t, peer, 2), peer+"/.well-known/", contract)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DataDir = dataDir
+	front := startAgent(t, c)
+
+	var got map[string]any
+	deadline, tick := time.NewTimer(30*time.Second), time.NewTicker(20*time.Millisecond)
+	defer deadline.Stop()
+	defer tick.Stop()
+	for got == nil || state(got) == "TASK_STATE_WORKING" {
+		select {
+		case <-deadline.C:
+			t.Fatalf("the resumed task did not end: %v", got)
+		case <-tick.C:
+		}
+		_, out := call(t, front, "", "", "GetTask", fmt.Sprintf(`{"id":%q}`, local))
+		got, _ = out["result"].(map[string]any)
+	}
+	if st := fmt.Sprint(got["status"]); state(got) != "TASK_STATE_FAILED" || !strings.Contains(st, `"card declined"`) {
+		t.Fatalf("resumed task: %s %s, want the peer's own failure", state(got), st)
 	}
 }
