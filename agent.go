@@ -262,11 +262,14 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 	mux.Handle(a2asrv.WellKnownAgentCardPath, staticJSON(body, 5*time.Minute))
 	mux.Handle(pathJWKS, staticJSON(jwks, 5*time.Minute))
 
-	jsonrpc := limitBody(limit, true, authenticate(a.authn, bindingJSONRPC, jsonrpcDeleteResult(versioned(
+	// Callers are authenticated on their headers, before any of the body
+	// is read: a caller without credentials never holds body memory.
+	bodies := bodyLimits{max: limit, timeout: a.cfg.Server.ReadTimeout.Duration, budget: newBodyBudget(a.cfg.Server.MaxInflightBodyBytes)}
+	jsonrpc := authenticate(a.authn, bindingJSONRPC, limitBody(bodies, true, jsonrpcDeleteResult(versioned(
 		streamJSONRPC(a.handler, a2asrv.NewJSONRPCHandler(a.handler)), a2av0.NewJSONRPCHandler(a.handler), true))))
 	mux.Handle("POST "+pathJSONRPC, jsonrpc)
 	mux.Handle("POST "+pathJSONRPC+"/{$}", jsonrpc) // where a widely used test client posts
-	mux.Handle(pathREST+"/", limitBody(limit, false, authenticate(a.authn, bindingREST, restDeleteBody(versioned(
+	mux.Handle(pathREST+"/", authenticate(a.authn, bindingREST, limitBody(bodies, false, restDeleteBody(versioned(
 		sseErrorAsHTTP(http.StripPrefix(pathREST, a2asrv.NewRESTHandler(a.handler))),
 		sseErrorAsHTTP(http.StripPrefix(pathREST, stripV1(a2av0.NewRESTHandler(a.handler)))), false)))))
 	mux.Handle("GET /a2a/push/status", authenticate(a.authn, bindingREST, http.HandlerFunc(a.pushStatus)))
@@ -308,9 +311,21 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	if err != nil {
 		return err
 	}
+	sc := a.cfg.Server
+	limited := newConnLimiter(ln, connectionCap(sc.MaxConnections, a.log), *sc.MaxConnectionsPerIP, a.log)
+	ln = limited
+	// No WriteTimeout: it would cut SSE streams, which last as long as their
+	// task. A2A bodies get a deadline of their own, with a 408 that says so
+	// (limitBody); ReadTimeout is the backstop for every other route.
+	// Idle connections end after IdleTimeout, and the limiter bounds the
+	// connections held.
 	srv := &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: sc.ReadHeaderTimeout.Duration,
+		ReadTimeout:       sc.ReadHeaderTimeout.Duration + sc.ReadTimeout.Duration,
+		IdleTimeout:       sc.IdleTimeout.Duration,
+		ConnState:         limited.connState,
+		ConnContext:       connContext,
 		Protocols:         new(http.Protocols),
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -44,6 +45,9 @@ func newAuthenticator(c *AuthConfig, log *slog.Logger) (*auth.Authenticator, err
 		} else {
 			rk := auth.NewRemoteKeys(j.JWKSURL)
 			rk.Log = log.With(slog.String("issuer", j.Issuer))
+			if j.JWKSMinRefresh != nil {
+				rk.MinRefresh = j.JWKSMinRefresh.Duration
+			}
 			keys = rk
 		}
 		a.Issuers = append(a.Issuers, auth.Issuer{Issuer: j.Issuer, Audience: j.Audience, Keys: keys,
@@ -94,10 +98,14 @@ func authenticate(a *auth.Authenticator, b binding, next http.Handler) http.Hand
 		p, err := a.Authenticate(r)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="a2a"`)
+			if r.Body != nil && r.Body != http.NoBody { // its body is never read, nor waited for
+				w.Header().Set("Connection", "close")
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+			}
 			msg := err.Error()
 			switch b {
 			case bindingJSONRPC:
-				writeJSONRPCError(w, http.StatusUnauthorized, idOf(r), -31401, msg)
+				writeJSONRPCError(w, http.StatusUnauthorized, nil, -31401, msg) // the body, and the id in it, is not read
 			case bindingREST:
 				writeRESTError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "UNAUTHENTICATED", msg)
 			default:
@@ -106,6 +114,7 @@ func authenticate(a *auth.Authenticator, b binding, next http.Handler) http.Hand
 			return
 		}
 		if p != nil {
+			markAuthenticated(r.Context())
 			r = r.WithContext(auth.WithPrincipal(r.Context(), p))
 		}
 		next.ServeHTTP(w, r)

@@ -44,7 +44,9 @@ type Config struct {
 
 	Capabilities CapabilitiesConfig `yaml:"capabilities"`
 	Limits       LimitsConfig       `yaml:"limits"`
-	Log          LogConfig          `yaml:"log"`
+	// Server bounds the HTTP server: its timeouts and connection limits.
+	Server ServerConfig `yaml:"server"`
+	Log    LogConfig    `yaml:"log"`
 
 	// DefaultInputModes and DefaultOutputModes are media types; default text/plain.
 	DefaultInputModes  []string `yaml:"default_input_modes"`
@@ -113,6 +115,37 @@ type LimitsConfig struct {
 	// ShutdownGrace is how long a stopping agent lets running tasks finish
 	// before failing them. Default 10s.
 	ShutdownGrace *Duration `yaml:"shutdown_grace"`
+}
+
+// ServerConfig bounds what callers may hold of the HTTP server, so that
+// clients that send slowly, hold idle connections or open many never take
+// it from the callers it serves. There is no write timeout: a stream lasts
+// as long as its task.
+type ServerConfig struct {
+	// ReadHeaderTimeout bounds reading a request's headers. Default 10s.
+	ReadHeaderTimeout *Duration `yaml:"read_header_timeout"`
+	// ReadTimeout bounds reading an A2A request's body, counted from the
+	// end of its headers; a slower body is answered 408 and its connection
+	// closed. Default 30s.
+	ReadTimeout *Duration `yaml:"read_timeout"`
+	// IdleTimeout closes a keep-alive connection that carried no request
+	// for this long. Default 60s.
+	IdleTimeout *Duration `yaml:"idle_timeout"`
+	// MaxConnections bounds the connections the server holds. At the cap, a
+	// new connection closes the connection idle longest (callers that never
+	// authenticated on theirs first), or is answered 503 when every one is
+	// busy. It is lowered to what the process's file descriptor limit
+	// allows, with a warning. Default 4096.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxConnectionsPerIP bounds the connections from one client address,
+	// the same way. Default 512; 0 turns it off (behind a proxy, every
+	// caller has the proxy's address).
+	MaxConnectionsPerIP *int `yaml:"max_connections_per_ip"`
+	// MaxInflightBodyBytes bounds the bytes of request bodies held at once,
+	// across all requests; a request that would exceed it is answered 503
+	// with Retry-After instead of waiting. At least limits.max_body_bytes.
+	// Default 64 MiB.
+	MaxInflightBodyBytes int64 `yaml:"max_inflight_body_bytes"`
 }
 
 // LogConfig sets the log output.
@@ -311,6 +344,11 @@ type JWTIssuerConfig struct {
 	Audience string `yaml:"audience"`
 	JWKSURL  string `yaml:"jwks_url"`
 	JWKSFile string `yaml:"jwks_file"`
+	// JWKSMinRefresh is the least time between two fetches of jwks_url: a
+	// token whose key id is not cached refetches at most this often, and a
+	// failed fetch is retried no sooner. Cached keys never wait for a
+	// fetch. Default 30s; at least 1s; jwks_url only.
+	JWKSMinRefresh *Duration `yaml:"jwks_min_refresh"`
 	// ClockSkew is allowed on exp, nbf and iat. Default 60s.
 	ClockSkew *Duration `yaml:"clock_skew"`
 	// TenantClaim names the claim carrying the caller's tenant; optional.
@@ -483,6 +521,25 @@ func (c *Config) applyDefaults() {
 	if c.Limits.ShutdownGrace == nil {
 		c.Limits.ShutdownGrace = &Duration{10 * time.Second}
 	}
+	if c.Server.ReadHeaderTimeout == nil {
+		c.Server.ReadHeaderTimeout = &Duration{10 * time.Second}
+	}
+	if c.Server.ReadTimeout == nil {
+		c.Server.ReadTimeout = &Duration{30 * time.Second}
+	}
+	if c.Server.IdleTimeout == nil {
+		c.Server.IdleTimeout = &Duration{time.Minute}
+	}
+	if c.Server.MaxConnections == 0 {
+		c.Server.MaxConnections = 4096
+	}
+	if c.Server.MaxConnectionsPerIP == nil {
+		perIP := 512
+		c.Server.MaxConnectionsPerIP = &perIP
+	}
+	if c.Server.MaxInflightBodyBytes == 0 {
+		c.Server.MaxInflightBodyBytes = 64 << 20
+	}
 	if c.Store.Kind == "" {
 		c.Store.Kind = "embedded"
 	}
@@ -557,6 +614,24 @@ func (c *Config) validate(doc *yaml.Node) error {
 	}
 	if err := c.MCPServer.validate(); err != nil {
 		bad("mcp_server.path", "%v", err)
+	}
+	for _, d := range []struct {
+		key string
+		d   *Duration
+	}{{"server.read_header_timeout", c.Server.ReadHeaderTimeout}, {"server.read_timeout", c.Server.ReadTimeout}, {"server.idle_timeout", c.Server.IdleTimeout}} {
+		if d.d != nil && d.d.Duration < 100*time.Millisecond {
+			bad(d.key, "%s is under the minimum of 100ms", d.d.Duration)
+		}
+	}
+	if c.Server.MaxConnections < 16 {
+		bad("server.max_connections", "%d is below the minimum of 16", c.Server.MaxConnections)
+	}
+	if perIP := *c.Server.MaxConnectionsPerIP; perIP < 0 || perIP > c.Server.MaxConnections {
+		bad("server.max_connections_per_ip", "%d is not between 0 (no cap) and server.max_connections (%d)", perIP, c.Server.MaxConnections)
+	}
+	if c.Server.MaxInflightBodyBytes < c.Limits.MaxBodyBytes {
+		bad("server.max_inflight_body_bytes", "%d is below limits.max_body_bytes (%d): a body of the largest size could never be read",
+			c.Server.MaxInflightBodyBytes, c.Limits.MaxBodyBytes)
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
@@ -635,6 +710,11 @@ func (c *Config) validate(doc *yaml.Node) error {
 		}
 		if (j.JWKSURL == "") == (j.JWKSFile == "") {
 			bad(key, "set exactly one of jwks_url and jwks_file")
+		}
+		if j.JWKSMinRefresh != nil && j.JWKSURL == "" {
+			bad(key+".jwks_min_refresh", "is only for jwks_url")
+		} else if j.JWKSMinRefresh != nil && j.JWKSMinRefresh.Duration < time.Second {
+			bad(key+".jwks_min_refresh", "%s is under the minimum of 1s", j.JWKSMinRefresh.Duration)
 		}
 	}
 	if c.ExtendedCard != nil {

@@ -11,6 +11,7 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -107,41 +108,133 @@ type bufferedBody struct {
 
 func (bufferedBody) Close() error { return nil }
 
-// limitBody reads the request body up to limit bytes. A larger body is
-// answered at once, in the binding's error format, and the connection is
-// closed after the answer: the rest of the body is never read.
-func limitBody(limit int64, jsonrpc bool, next http.Handler) http.Handler {
+// bodyBudget bounds the bytes of request bodies held at once, across all
+// requests. It only ever tries: a request that finds no room is refused at
+// once (503, Retry-After) rather than queued, so waiting callers cannot
+// pile up behind slow bodies.
+type bodyBudget struct {
+	mu   sync.Mutex
+	free int64
+}
+
+func newBodyBudget(n int64) *bodyBudget { return &bodyBudget{free: n} }
+
+// take reserves n bytes; false when they are not free.
+func (b *bodyBudget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n > b.free {
+		return false
+	}
+	b.free -= n
+	return true
+}
+
+// give returns n bytes taken before.
+func (b *bodyBudget) give(n int64) {
+	b.mu.Lock()
+	b.free += n
+	b.mu.Unlock()
+}
+
+// bodyLimits are the bounds limitBody applies to each request body.
+type bodyLimits struct {
+	max     int64         // one body's size
+	timeout time.Duration // reading one body, from the end of its headers
+	budget  *bodyBudget   // all bodies held at once
+}
+
+// limitBody reads the request body whole, within the limits: a body larger
+// than max is answered 413 without being read; one that finds no room in
+// the budget 503 with Retry-After; one that does not arrive within the
+// timeout 408. Each of these closes the connection after the answer, since
+// the rest of the body is never read. The budget holds the body's bytes
+// until the handler returns. The read deadline is the request's own,
+// counted from the end of its headers, and lifted once the body is read.
+func limitBody(lim bodyLimits, jsonrpc bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
 			next.ServeHTTP(w, r)
 			return
 		}
-		tooLarge := func() {
+		rc := http.NewResponseController(w)
+		refuse := func(status int, grpcStatus, reason, msg string) {
 			w.Header().Set("Connection", "close")
-			msg := fmt.Sprintf("request body exceeds the limit of %d bytes", limit)
+			// What is left of the body is not waited for: net/http would
+			// otherwise read it, at the client's pace, before closing.
+			_ = rc.SetReadDeadline(time.Now())
 			if jsonrpc {
-				writeJSONRPCError(w, http.StatusRequestEntityTooLarge, nil, -32600, msg)
+				code := -32600
+				if status == http.StatusServiceUnavailable {
+					code = -32603
+				}
+				writeJSONRPCError(w, status, nil, code, msg)
 			} else {
-				writeRESTError(w, http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT", "INVALID_REQUEST", msg)
+				writeRESTError(w, status, grpcStatus, reason, msg)
 			}
 		}
-		if r.ContentLength > limit {
+		tooLarge := func() {
+			refuse(http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT", "INVALID_REQUEST",
+				fmt.Sprintf("request body exceeds the limit of %d bytes", lim.max))
+		}
+		if r.ContentLength > lim.max {
 			tooLarge()
 			return
 		}
-		data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-		if err != nil {
-			w.Header().Set("Connection", "close")
-			http.Error(w, "reading the request body failed", http.StatusBadRequest)
+		held := lim.max // a body of unknown length may be as large as the limit
+		if r.ContentLength >= 0 {
+			held = r.ContentLength
+		}
+		if !lim.budget.take(held) {
+			w.Header().Set("Retry-After", "1")
+			refuse(http.StatusServiceUnavailable, "UNAVAILABLE", "BUSY",
+				"the agent is reading as many request bodies as it holds at once; try again shortly")
 			return
 		}
-		if int64(len(data)) > limit {
+		defer func() { lim.budget.give(held) }()
+		_ = rc.SetReadDeadline(time.Now().Add(lim.timeout)) // ErrNotSupported only for a writer that cannot: nothing to bound then
+		data, err := readBody(r.Body, r.ContentLength, lim.max)
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
 			tooLarge()
 			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			refuse(http.StatusRequestTimeout, "DEADLINE_EXCEEDED", "REQUEST_TIMEOUT",
+				fmt.Sprintf("the request body did not arrive within %s", lim.timeout))
+			return
+		case err != nil:
+			refuse(http.StatusBadRequest, "INVALID_ARGUMENT", "INVALID_REQUEST", "reading the request body failed")
+			return
 		}
+		_ = rc.SetReadDeadline(time.Time{}) // the body is read: a stream may now last as long as its task
+		lim.budget.give(held - int64(len(data))) // keep only what the body holds
+		held = int64(len(data))
 		r.Body = &bufferedBody{Reader: bytes.NewReader(data), data: data}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// readBody reads a body of the given length (-1: unknown) up to max bytes,
+// in one allocation of the right size when the length is known.
+func readBody(body io.Reader, length, max int64) ([]byte, error) {
+	if length >= 0 {
+		data := make([]byte, length)
+		if _, err := io.ReadFull(body, data); err != nil {
+			return nil, err
+		}
+		// Reading on to the end lets net/http watch the connection again,
+		// so a client that leaves cancels the request's context.
+		if n, err := body.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("read past the body's length: %d bytes, %w", n, err)
+		}
+		return data, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(body, max+1))
+	if err == nil && int64(len(data)) > max {
+		return nil, &http.MaxBytesError{Limit: max}
+	}
+	return data, err
 }
 
 // sseErrorAsHTTP makes a REST stream that fails before its first event
