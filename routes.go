@@ -207,7 +207,7 @@ func limitBody(lim bodyLimits, jsonrpc bool, next http.Handler) http.Handler {
 			refuse(http.StatusBadRequest, "INVALID_ARGUMENT", "INVALID_REQUEST", "reading the request body failed")
 			return
 		}
-		_ = rc.SetReadDeadline(time.Time{}) // the body is read: a stream may now last as long as its task
+		_ = rc.SetReadDeadline(time.Time{})      // the body is read: a stream may now last as long as its task
 		lim.budget.give(held - int64(len(data))) // keep only what the body holds
 		held = int64(len(data))
 		r.Body = &bufferedBody{Reader: bytes.NewReader(data), data: data}
