@@ -265,13 +265,13 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 	// Callers are authenticated on their headers, before any of the body
 	// is read: a caller without credentials never holds body memory.
 	bodies := bodyLimits{max: limit, timeout: a.cfg.Server.ReadTimeout.Duration, budget: newBodyBudget(a.cfg.Server.MaxInflightBodyBytes)}
-	jsonrpc := authenticate(a.authn, bindingJSONRPC, limitBody(bodies, true, jsonrpcDeleteResult(versioned(
+	jsonrpc := authenticate(a.authn, bindingJSONRPC, limitBody(bodies, true, jsonrpcMend(versioned(
 		streamJSONRPC(a.handler, a2asrv.NewJSONRPCHandler(a.handler)), a2av0.NewJSONRPCHandler(a.handler), true))))
 	mux.Handle("POST "+pathJSONRPC, jsonrpc)
 	mux.Handle("POST "+pathJSONRPC+"/{$}", jsonrpc) // where a widely used test client posts
 	mux.Handle(pathREST+"/", authenticate(a.authn, bindingREST, limitBody(bodies, false, restDeleteBody(versioned(
 		sseErrorAsHTTP(http.StripPrefix(pathREST, a2asrv.NewRESTHandler(a.handler))),
-		sseErrorAsHTTP(http.StripPrefix(pathREST, stripV1(a2av0.NewRESTHandler(a.handler)))), false)))))
+		http.StripPrefix(pathREST, rest03Routes(a.handler)), false)))))
 	mux.Handle("GET /a2a/push/status", authenticate(a.authn, bindingREST, http.HandlerFunc(a.pushStatus)))
 	mux.Handle("GET /a2a/audit", authenticate(a.authn, bindingREST, http.HandlerFunc(a.auditList)))
 	mux.Handle("GET /a2a/delegations", authenticate(a.authn, bindingREST, http.HandlerFunc(a.delegationsList)))

@@ -6,39 +6,64 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/handoff-a2a/handoff/internal/rest03"
 )
 
 // This file mends answers of a2a-go v2.3.1's transport handlers that the
 // A2A bindings or widely used clients need otherwise. Each wrapper looks at
 // a request cheaply and touches only the answers it mends.
 
-// deleteMethods name the push config delete in JSON-RPC, 1.0 and 0.3.
-var deleteMethods = [][]byte{[]byte("DeleteTaskPushNotificationConfig"), []byte("tasks/pushNotificationConfig/delete")}
+// Methods whose JSON-RPC answers a2a-go writes short of the bindings: the
+// push config delete (1.0 and 0.3) and the 0.3 push config list.
+var (
+	deleteMethods = [][]byte{[]byte("DeleteTaskPushNotificationConfig"), []byte("tasks/pushNotificationConfig/delete")}
+	list03Method  = []byte("tasks/pushNotificationConfig/list")
+)
 
-// jsonrpcDeleteResult gives a successful push config delete its result
-// member: a2a-go answers {"jsonrpc","id"} alone, and JSON-RPC 2.0 wants a
-// result or an error. The 1.0 result is google.protobuf.Empty ({}), the 0.3
-// one null. Other methods pass untouched; the check is a byte search of the
-// buffered body.
-func jsonrpcDeleteResult(next http.Handler) http.Handler {
+// jsonrpcMend gives a successful push config delete its result member
+// (a2a-go answers {"jsonrpc","id"} alone, and JSON-RPC 2.0 wants a result
+// or an error: {} in 1.0, google.protobuf.Empty, and null in 0.3), and an
+// empty 0.3 push config list its [] (a2a-go writes null, and the 0.3 result
+// is an array). Other methods pass untouched; the check is a byte search of
+// the buffered body.
+func jsonrpcMend(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, ok := r.Body.(*bufferedBody)
-		if !ok || !(bytes.Contains(b.data, deleteMethods[0]) || bytes.Contains(b.data, deleteMethods[1])) {
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		isDelete := bytes.Contains(b.data, deleteMethods[0]) || bytes.Contains(b.data, deleteMethods[1])
+		isList03 := bytes.Contains(b.data, list03Method)
+		if !isDelete && !isList03 {
 			next.ServeHTTP(w, r)
 			return
 		}
 		rec := newRecorder()
 		next.ServeHTTP(rec, r)
 		var env map[string]json.RawMessage
-		if rec.status == http.StatusOK && json.Unmarshal(rec.body.Bytes(), &env) == nil && env["result"] == nil && env["error"] == nil && env["jsonrpc"] != nil {
-			env["result"] = json.RawMessage("null")
-			if v, _, _ := requestedVersion(r); v == version10 {
-				env["result"] = json.RawMessage("{}")
+		if rec.status == http.StatusOK && json.Unmarshal(rec.body.Bytes(), &env) == nil && env["error"] == nil && env["jsonrpc"] != nil {
+			result, mended := env["result"], false
+			switch {
+			case isDelete && result == nil:
+				result, mended = json.RawMessage("null"), true
+				if v, _, _ := requestedVersion(r); v == version10 {
+					result = json.RawMessage("{}")
+				}
+			case isList03 && (result == nil || string(result) == "null"):
+				result, mended = json.RawMessage("[]"), true
 			}
-			if fixed, err := json.Marshal(env); err == nil {
-				rec.body.Reset()
-				rec.body.Write(fixed)
-				rec.body.WriteByte('\n')
+			if mended {
+				env["result"] = result
+				if fixed, err := json.Marshal(env); err == nil {
+					rec.body.Reset()
+					rec.body.Write(fixed)
+					rec.body.WriteByte('\n')
+				}
 			}
 		}
 		rec.flushTo(w)
@@ -64,20 +89,15 @@ func restDeleteBody(next http.Handler) http.Handler {
 	})
 }
 
-// stripV1 serves the 0.3 REST paths with the /v1 the 0.3 specification puts
-// before them (POST /v1/message:send, as the JS SDK 0.3 client sends), as
-// well as the bare paths a2a-go's a2av0 handler serves.
-func stripV1(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rest, ok := strings.CutPrefix(r.URL.Path, "/v1/"); ok {
-			r2 := *r
-			u := *r.URL
-			u.Path, u.RawPath = "/"+rest, ""
-			r2.URL = &u
-			r = &r2
-		}
-		next.ServeHTTP(w, r)
-	})
+// rest03Routes serves the 0.3 REST binding: under /v1 as the 0.3 specification
+// and the official JS and Python SDKs speak it (proto JSON, see package
+// rest03), on the bare paths in a2a-go's own dialect, which its a2av0
+// client speaks.
+func rest03Routes(h a2asrv.RequestHandler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", rest03.NewHandler(h))
+	mux.Handle("/", sseErrorAsHTTP(a2av0.NewRESTHandler(h)))
+	return mux
 }
 
 // recorder holds an answer whole, so that it can be mended before it is

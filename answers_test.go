@@ -133,15 +133,46 @@ func TestJSONRPCErrorsCarryErrorInfo(t *testing.T) {
 	}
 }
 
-// TestREST03V1Paths: 0.3 REST clients (the JS SDK 0.3) put the spec's /v1
-// before each method path; the agent answers there as at the bare path.
+// TestREST03V1Paths: 0.3 REST clients of the official SDKs (JS, Python)
+// send proto JSON to the spec's /v1 paths; a2a-go's a2av0 client sends its
+// own dialect to the bare paths. Both are answered, each in its own form.
 func TestREST03V1Paths(t *testing.T) {
 	base := startPushAgent(t)
-	body := `{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]}}`
-	for _, path := range []string{"/v1/message:send", "/message:send"} {
-		status, _, b := post(t, "POST", base+pathREST+path, body, nil)
-		if status != http.StatusOK || !bytes.Contains(b, []byte(`"kind":"task"`)) {
-			t.Errorf("POST %s%s: %d %s, want a 0.3 task", pathREST, path, status, b)
+	status, _, b := post(t, "POST", base+pathREST+"/v1/message:send",
+		`{"message":{"messageId":"m1","role":"ROLE_USER","content":[{"text":"hi"}]}}`, nil)
+	var proto struct {
+		Task struct {
+			ID     string
+			Status struct{ State string }
 		}
+	}
+	if err := json.Unmarshal(b, &proto); err != nil || status != http.StatusOK || proto.Task.Status.State != "TASK_STATE_COMPLETED" {
+		t.Fatalf("POST /v1/message:send: %d %s, want a completed task in proto JSON", status, b)
+	}
+	status, _, b = post(t, "GET", base+pathREST+"/v1/tasks/"+proto.Task.ID+"?historyLength=1", "", nil)
+	if status != http.StatusOK || !bytes.Contains(b, []byte(`"TASK_STATE_COMPLETED"`)) {
+		t.Errorf("GET /v1/tasks/ID: %d %s", status, b)
+	}
+	status, _, b = post(t, "GET", base+pathREST+"/v1/tasks/no-such-task", "", nil)
+	if status != http.StatusNotFound || !bytes.Contains(b, []byte(`"code":-32001`)) {
+		t.Errorf("GET /v1/tasks/no-such-task: %d %s, want 404 with code -32001", status, b)
+	}
+	status, _, b = post(t, "POST", base+pathREST+"/message:send",
+		`{"message":{"kind":"message","messageId":"m2","role":"user","parts":[{"kind":"text","text":"hi"}]}}`, nil)
+	if status != http.StatusOK || !bytes.Contains(b, []byte(`"kind":"task"`)) {
+		t.Errorf("POST /message:send: %d %s, want a 0.3 task in a2a-go's form", status, b)
+	}
+}
+
+// TestJSONRPC03EmptyListIsArray: the 0.3 push config list of a task without
+// configs answers [], not null (its result is an array).
+func TestJSONRPC03EmptyListIsArray(t *testing.T) {
+	base := startPushAgent(t)
+	id := newTaskWithConfig(t, base)
+	post(t, "POST", base+pathJSONRPC, `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/delete","params":{"id":"`+id+`","pushNotificationConfigId":"c1"}}`, nil)
+	_, _, b := post(t, "POST", base+pathJSONRPC, `{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/list","params":{"id":"`+id+`"}}`, nil)
+	var env struct{ Result json.RawMessage }
+	if err := json.Unmarshal(b, &env); err != nil || string(env.Result) != "[]" {
+		t.Errorf("empty 0.3 list: %s, want result []", b)
 	}
 }

@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	connectrpc.com/connect v1.21.1
+	github.com/a2aproject/a2a-go v0.3.15
 	github.com/a2aproject/a2a-go/v2 v2.3.1
 	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/google/cel-go v0.31.0
@@ -22,7 +23,6 @@ require (
 
 require (
 	cel.dev/expr v0.25.1 // indirect
-	github.com/a2aproject/a2a-go v0.3.15 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
