@@ -40,6 +40,7 @@ type delegating struct {
 	// each bounded in size: the ledger's evidence digests name them.
 	artifacts *artifacts.Store
 	self      func() delegation.Hop // this agent in a provenance chain
+	log       *slog.Logger          // each delegation's end, with its reason
 	// base is the agent's public URL, known once its routes are built:
 	// blob URLs in the artifacts passed to callers point at it.
 	base atomic.Pointer[string]
@@ -66,7 +67,7 @@ func openLedger(c *Config, rdb redis.UniversalClient) (commitLedger, error) {
 
 // newDelegating builds the outbound side when a skill delegates; nil
 // otherwise. rdb is the task store's Redis, nil on the embedded store; log
-// hears of peers refused or unreachable.
+// hears of peers refused or unreachable, and of each delegation's end.
 func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Logger, self func() delegation.Hop) (*delegating, error) {
 	var contracts []*acceptance.Contract
 	for _, s := range c.Skills {
@@ -106,7 +107,7 @@ func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Log
 		ledger.Close()
 		return nil, fmt.Errorf("%s: %w", c.path, err)
 	}
-	return &delegating{peers: dir, sender: delegation.NewSender(), gate: gate, ledger: ledger, artifacts: arts, self: self}, nil
+	return &delegating{peers: dir, sender: delegation.NewSender(), gate: gate, ledger: ledger, artifacts: arts, self: self, log: log}, nil
 }
 
 // verifierTools runs the gate's verifier calls through the governed MCP
@@ -380,6 +381,7 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 	if decision.Outcome != acceptance.Committed {
 		rec.Reason = bounded(failedChecks(decision))
 	}
+	s.logEnd(ec, rec)
 	if err := s.d.ledger.Track(ctx, s.index(ec, rec)); err != nil {
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The delegation could not be recorded: "+err.Error())), nil)
 		return
@@ -402,6 +404,18 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 		fmt.Sprintf("Committed: peer %s's completion passed the contract (%s).", peer.Name, reasons(decision))))
 	ev.Metadata = rec.Metadata()
 	yield(ev, nil)
+}
+
+// logEnd logs a delegation's end: at info when it committed, else at
+// warn with its reason (the peer's own words when it failed).
+func (s *delegateSkill) logEnd(ec *a2asrv.ExecutorContext, rec *delegation.Record) {
+	attrs := []any{slog.String("task_id", string(ec.TaskID)), slog.String("skill", s.id), slog.String("peer", rec.Peer),
+		slog.String("remote_task_id", rec.RemoteTaskID), slog.String("remote_state", string(rec.RemoteState)), slog.String("decision", rec.Outcome)}
+	if rec.Outcome == acceptance.Committed.String() {
+		s.d.log.Info("delegation committed", attrs...)
+		return
+	}
+	s.d.log.Warn("delegation not committed", append(attrs, slog.String("reason", rec.Reason))...)
 }
 
 // relayed is the status message our caller sees for a peer's progress:
@@ -488,6 +502,7 @@ func (s *delegateSkill) end(ctx context.Context, ec *a2asrv.ExecutorContext, rec
 		return
 	}
 	rec.Outcome, rec.Reason = outcome.String(), bounded(text)
+	s.logEnd(ec, rec)
 	if err := s.d.ledger.Track(context.WithoutCancel(ctx), s.index(ec, rec)); err != nil {
 		text += " The delegation could not be recorded: " + err.Error()
 	}

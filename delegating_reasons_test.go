@@ -53,8 +53,8 @@ func (payPeer) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a
 
 // startPayFront starts a front agent (anonymous callers) delegating the
 // skill pay to a payPeer and pay-slow, with a one-second timeout, to one
-// that holds.
-func startPayFront(t *testing.T) string {
+// that holds. Its log is in logs.
+func startPayFront(t *testing.T) (front string, logs *syncBuffer) {
 	t.Helper()
 	declines, holds := startPeerWith(t, payPeer{}, false, "declines"), startPeerWith(t, payPeer{hold: true}, false, "holds")
 	contract := filepath.Join(t.TempDir(), "pay.yaml")
@@ -66,7 +66,7 @@ func startPayFront(t *testing.T) string {
 	if err := os.WriteFile(slow, []byte(strings.Replace(mustRead(t, contract), "skill: pay", "skill: pay-slow", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return startFromYAML(t, "front.yaml", fmt.Sprintf(`name: Front
+	c, err := ParseConfig("front.yaml", strings.NewReader(fmt.Sprintf(`name: Front
 description: delegates payments
 auth: {anonymous: true}
 log: {level: error}
@@ -77,7 +77,14 @@ peers:
 skills:
   - {id: pay, name: Pay, executor: delegate, delegate: {skill: scan, tags: [declines], contract: %q}}
   - {id: pay-slow, name: Pay slowly, executor: delegate, delegate: {skill: scan, tags: [holds], contract: %q, timeout: 1s}}
-`, declines, declines+"/.well-known/", holds, holds+"/.well-known/", contract, slow))
+`, declines, declines+"/.well-known/", holds, holds+"/.well-known/", contract, slow)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DataDir = t.TempDir()
+	logs = &syncBuffer{}
+	_, front = serveTools(t, c, logs)
+	return front, logs
 }
 
 func mustRead(t *testing.T, path string) string {
@@ -114,7 +121,7 @@ func delegationOf(t *testing.T, front string, id a2a.TaskID) acceptance.Delegati
 // our caller as the peer wrote it, and its own reason for failing ("card
 // declined") is in our task's status message and the delegation's record.
 func TestDelegationRelaysThePeersWords(t *testing.T) {
-	front := startPayFront(t)
+	front, logs := startPayFront(t)
 	c, err := a2aclient.NewFromEndpoints(t.Context(), []*a2a.AgentInterface{a2a.NewAgentInterface(front+pathJSONRPC, a2a.TransportProtocolJSONRPC)})
 	if err != nil {
 		t.Fatal(err)
@@ -155,13 +162,21 @@ func TestDelegationRelaysThePeersWords(t *testing.T) {
 	if d.RemoteState != a2a.TaskStateFailed || d.Outcome != "failed" || !strings.Contains(d.Reason, `"card declined"`) {
 		t.Fatalf("delegation %+v, want the peer's failed state, outcome failed and its reason", d)
 	}
+	// Our log has it too, at warn.
+	logged := false
+	for _, l := range strings.Split(logs.String(), "\n") {
+		logged = logged || strings.Contains(l, `level=WARN msg="delegation not committed" task_id=`+string(id)) && strings.Contains(l, `card declined`)
+	}
+	if !logged {
+		t.Fatalf("no warning with the peer's reason in the log:\n%s", logs.String())
+	}
 }
 
 // TestDelegationTimeoutRecorded: the skill's timeout passes while the
 // peer works; the peer's task is canceled, and the delegation's record
 // says so: remote state canceled, outcome failed, the deadline as reason.
 func TestDelegationTimeoutRecorded(t *testing.T) {
-	front := startPayFront(t)
+	front, _ := startPayFront(t)
 	_, out := call(t, front, "", "", "SendMessage",
 		`{"message":{"messageId":"slow-1","role":"ROLE_USER","metadata":{"handoff/skill":"pay-slow"},"parts":[{"data":{"order":"o-2"}}]}}`)
 	task := resultTask(t, out)
