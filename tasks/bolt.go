@@ -339,14 +339,22 @@ func replayWAL(db *bolt.DB, path string) (uint64, error) {
 func logApplied(db *bolt.DB) (uint64, error) {
 	var applied uint64
 	err := db.View(func(tx *bolt.Tx) error {
-		if b := tx.Bucket(bucketMeta).Get(keyLogApplied); len(b) == 8 {
-			applied = binary.BigEndian.Uint64(b)
-		} else if b != nil {
-			return fmt.Errorf("%w: log position of %d bytes", ErrCorrupt, len(b))
-		}
-		return nil
+		var err error
+		applied, err = logAppliedTx(tx)
+		return err
 	})
 	return applied, err
+}
+
+func logAppliedTx(tx *bolt.Tx) (uint64, error) {
+	b := tx.Bucket(bucketMeta).Get(keyLogApplied)
+	switch {
+	case len(b) == 8:
+		return binary.BigEndian.Uint64(b), nil
+	case b != nil:
+		return 0, fmt.Errorf("%w: log position of %d bytes", ErrCorrupt, len(b))
+	}
+	return 0, nil
 }
 
 // applyRecords applies recs after applied to db in transactions that sync,

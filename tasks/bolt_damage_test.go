@@ -233,6 +233,17 @@ func TestDiskFullApplyRecovers(t *testing.T) {
 	if _, err := s.Events(t.Context(), owner, acked[0], 0); err != nil {
 		t.Fatal(err)
 	}
+	// The spare segment is made in the background: filling the disk
+	// before it has its room would fail it and free that room again.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if fi, err := os.Stat(sparePath(path)); err == nil && fi.Size() == s.log.segment {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no spare segment within 10s")
+		}
+		time.Sleep(5 * time.Millisecond) // polling, with a deadline
+	}
 	filler := fillDisk(t, dir)
 	var stalled error
 	for i := 1; i < 120 && stalled == nil; i++ { // 120 records fit in the segment

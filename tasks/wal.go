@@ -621,6 +621,7 @@ type walItem struct {
 	rec      *walAppend // nil: damaged
 	whole    bool       // damaged: one record whose header checks
 	torn     bool       // damaged: looks like a write cut short (a zeroed sector, or the file's end)
+	guess    *walAppend // damaged and whole: its payload decoded anyway, to name its task in a recovery
 }
 
 // scanWAL lists and reads the segments of the log at base, oldest first.
@@ -697,8 +698,11 @@ func (sc *walScan) scan(data []byte) error {
 			off = sc.end
 		case errors.Is(err, errWALChecksum):
 			end := off + n
-			sc.items = append(sc.items, walItem{off: off, end: end, whole: true,
-				torn: end > len(data) || zeroSector(data, off+walHeaderSize, end)})
+			it := walItem{off: off, end: end, whole: true, torn: end > len(data) || zeroSector(data, off+walHeaderSize, end)}
+			if end <= len(data) {
+				it.guess, _ = decodeWALPayload(data[off+walHeaderSize : end])
+			}
+			sc.items = append(sc.items, it)
 			off = end
 		case errors.Is(err, errWALEnd):
 			next := off + 1
@@ -824,7 +828,10 @@ func planWAL(scans []*walScan, applied uint64) (*walPlan, error) {
 			what = fmt.Sprintf("a record of %d bytes whose checksum does not match", d.end-d.off)
 		}
 		lost := fmt.Sprintf("records %d to %d cannot be read", exp, upTo)
-		if upTo == math.MaxUint64 {
+		switch upTo {
+		case exp:
+			lost = fmt.Sprintf("record %d cannot be read", exp)
+		case math.MaxUint64:
 			lost = fmt.Sprintf("records from %d on cannot be read", exp)
 		}
 		return &LogDamageError{File: pendingPath, Offset: int64(d.off), Reason: fmt.Sprintf("%s, %s; %s", what, next, lost)}
@@ -900,17 +907,24 @@ type walLoss struct {
 }
 
 // salvageWAL is planWAL for an operator who accepts losses: every record
-// after applied that reads, in order, and what was given up.
-func salvageWAL(scans []*walScan, applied uint64) (recs []*walAppend, losses []walLoss) {
+// after applied that reads, in order; the records dropped that can still
+// be named (those of the torn write at the end, and damaged ones whose
+// payload decodes anyway); and what was given up.
+func salvageWAL(scans []*walScan, applied uint64) (recs, dropped []*walAppend, losses []walLoss) {
 	if len(scans) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	last := scans[len(scans)-1]
 	cut := -1
-	var torn *walLoss
+	var tornLoss *walLoss
 	if k, from, ok := tornCut(last, applied); ok {
 		cut = k
-		torn = &walLoss{path: last.path, off: last.items[k].off, end: max(last.end, last.items[k].end), from: from, torn: true}
+		tornLoss = &walLoss{path: last.path, off: last.items[k].off, end: max(last.end, last.items[k].end), from: from, torn: true}
+		for _, it := range last.items[k:] {
+			if a := cmp.Or(it.rec, it.guess); a != nil && a.seq > applied {
+				dropped = append(dropped, a)
+			}
+		}
 	}
 	exp := applied + 1
 	open := -1 // the loss whose last record is known at the next one read
@@ -935,6 +949,9 @@ func salvageWAL(scans []*walScan, applied uint64) (recs []*walAppend, losses []w
 		}
 		for _, it := range items {
 			if it.rec == nil {
+				if it.guess != nil && it.guess.seq > applied {
+					dropped = append(dropped, it.guess)
+				}
 				if open >= 0 && losses[open].path == sc.path {
 					losses[open].end = it.end
 					continue
@@ -956,10 +973,10 @@ func salvageWAL(scans []*walScan, applied uint64) (recs []*walAppend, losses []w
 			exp = a.seq + 1
 		}
 	}
-	if torn != nil {
-		losses = append(losses, *torn)
+	if tornLoss != nil {
+		losses = append(losses, *tornLoss)
 	}
-	return recs, losses
+	return recs, dropped, losses
 }
 
 func allZero(b []byte) bool {

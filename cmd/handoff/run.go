@@ -31,6 +31,7 @@ func commands() []command {
 		{"delegations", "URL|--config FILE|--data-dir DIR [--json]", "list the agent's delegations: peer, remote task, state, gate outcome", runDelegations},
 		{"audit", "URL|--data-dir DIR [--task ID] [--json]", "list the agent's tool calls (MCP audit log)", runAudit},
 		{"push", "status URL|--data-dir DIR [--json]", "show where push deliveries stand", runPush},
+		{"store", storeSynopsis, "recover the embedded task store after its log was damaged (a dry run unless --apply)", runStore},
 		{"webhook", "listen --agent URL [--addr ADDR] [--path PATH] [--token T] [--audience URL]", "receive and verify push notifications", runWebhook},
 		{"bench", benchSynopsis, "measure Handoff against the SDK and the machine's limit", runBench},
 	}
