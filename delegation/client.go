@@ -164,7 +164,7 @@ func (s *Sender) Follow(ctx context.Context, peer PeerStatus, remote a2a.TaskID,
 // peer's task as last seen (after our cancel when ctx ended first).
 func (s *Sender) follow(ctx context.Context, client *a2aclient.Client, peer PeerStatus, remote a2a.TaskID,
 	events func(yield func(a2a.Event, error) bool), progress func(a2a.Event)) (*a2a.Task, error) {
-	finished := false
+	// read follows events to the task's end (nil) or the stream's.
 	read := func(events func(yield func(a2a.Event, error) bool)) error {
 		for ev, err := range events {
 			if err != nil {
@@ -177,7 +177,6 @@ func (s *Sender) follow(ctx context.Context, client *a2aclient.Client, peer Peer
 				progress(ev)
 			}
 			if terminal(ev) {
-				finished = true
 				return nil
 			}
 		}
@@ -192,7 +191,9 @@ func (s *Sender) follow(ctx context.Context, client *a2aclient.Client, peer Peer
 	} else if remote != "" {
 		err = read(client.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: remote}))
 	}
-	for round, silent := 0, 0; !finished && ctx.Err() == nil && remote != ""; round++ {
+	// Whatever the stream said, the whole final task comes from GetTask,
+	// which also decides, when the stream said nothing, whether it ended.
+	for round, silent := 0, 0; ctx.Err() == nil && remote != ""; round++ {
 		task, gerr := client.GetTask(ctx, &a2a.GetTaskRequest{ID: remote})
 		switch {
 		case gerr == nil && finalState(task.Status.State):
@@ -201,6 +202,9 @@ func (s *Sender) follow(ctx context.Context, client *a2aclient.Client, peer Peer
 			last, silent = task, 0 // the peer answers: its task still runs
 		case ctx.Err() == nil:
 			if silent++; silent > s.resubscribes {
+				if err == nil {
+					err = errors.New("the stream showed the task's end")
+				}
 				return last, fmt.Errorf("delegate to %s: task %s: %w (last error: %w; then get task: %w)", peer.Name, remote, ErrNoFinalState, err, gerr)
 			}
 		}
@@ -226,17 +230,10 @@ func (s *Sender) follow(ctx context.Context, client *a2aclient.Client, peer Peer
 		}
 		return last, fmt.Errorf("delegate to %s: %w", peer.Name, ctx.Err())
 	}
-	if remote == "" {
-		if errors.Is(err, errEndedEarly) {
-			err = errors.New("the peer answered with no task")
-		}
-		return nil, fmt.Errorf("delegate to %s: %w", peer.Name, err)
+	if err == nil || errors.Is(err, errEndedEarly) { // a message, or nothing: no task to follow
+		err = errors.New("the peer answered with no task")
 	}
-	final, err := client.GetTask(ctx, &a2a.GetTaskRequest{ID: remote})
-	if err != nil {
-		return nil, fmt.Errorf("delegate to %s: get task %s: %w", peer.Name, remote, err)
-	}
-	return final, nil
+	return nil, fmt.Errorf("delegate to %s: %w", peer.Name, err)
 }
 
 // errEndedEarly is a stream that ended before the peer's task did.
