@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -395,7 +396,9 @@ type DelegationConfig struct {
 // Duration is a time.Duration written as in Go ("1m30s") in YAML.
 type Duration struct{ time.Duration }
 
-// UnmarshalYAML implements yaml.Unmarshaler.
+// UnmarshalYAML implements yaml.Unmarshaler. Its errors are
+// *yaml.TypeError, so that decoding goes on and reports the rest of the
+// file's problems too.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	var s string
 	if err := n.Decode(&s); err != nil {
@@ -403,10 +406,10 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration (like 30s or 2m)", n.Line, s)
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a duration (like 30s or 2m)", n.Line, s)}}
 	}
 	if v < 0 {
-		return fmt.Errorf("line %d: duration %q is negative", n.Line, s)
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: duration %q is negative", n.Line, s)}}
 	}
 	d.Duration = v
 	return nil
@@ -436,11 +439,20 @@ func ParseConfig(name string, r io.Reader) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var c Config
+	var decodeErrs []error // unknown keys, bad types and values: decoding goes on past them
+	var doc yaml.Node      // the same document, for the lines of keys a check refuses
 	if err := dec.Decode(&c); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: the file is empty", name)
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			if errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("%s: the file is empty", name)
+			}
+			return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
 		}
-		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+		_ = yaml.Unmarshal(data, &doc)
+		for _, msg := range te.Errors {
+			decodeErrs = append(decodeErrs, decodeError(name, &doc, msg))
+		}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -448,12 +460,67 @@ func ParseConfig(name string, r io.Reader) (*Config, error) {
 	}
 	c.path = name
 	c.applyDefaults()
-	var doc yaml.Node // the same document, for the lines of keys a check refuses
-	_ = yaml.Unmarshal(data, &doc)
-	if err := c.validate(&doc); err != nil {
+	if doc.Kind == 0 {
+		_ = yaml.Unmarshal(data, &doc)
+	}
+	if err := errors.Join(append(decodeErrs, c.validate(&doc))...); err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// decodeError turns one of yaml's "line N: message" into "file:N: key:
+// message", with the key whose value is on that line when there is one.
+func decodeError(name string, doc *yaml.Node, msg string) error {
+	var line int
+	if _, err := fmt.Sscanf(msg, "line %d:", &line); err != nil || line <= 0 {
+		return fmt.Errorf("%s: %s", name, msg)
+	}
+	_, rest, _ := strings.Cut(msg, ": ")
+	if field, ok := strings.CutPrefix(rest, "field "); ok && strings.Contains(field, " not found in type ") {
+		rest = "is not a known key" // the type's Go name tells the reader nothing
+	}
+	if key := keyOnLine(doc, line, ""); key != "" {
+		return fmt.Errorf("%s:%d: %s: %s", name, line, key, rest)
+	}
+	return fmt.Errorf("%s:%d: %s", name, line, rest)
+}
+
+// keyOnLine returns the path ("limits.shutdown_grace", "skills[0].id") of
+// the innermost key on line (or whose value is), or "".
+func keyOnLine(n *yaml.Node, line int, path string) string {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if k := keyOnLine(c, line, path); k != "" {
+				return k
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, val := n.Content[i], n.Content[i+1]
+			p := key.Value
+			if path != "" {
+				p = path + "." + key.Value
+			}
+			if val.Kind == yaml.ScalarNode && val.Line == line {
+				return p
+			}
+			if k := keyOnLine(val, line, p); k != "" {
+				return k
+			}
+			if key.Line == line { // a key whose value is a section
+				return p
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if k := keyOnLine(c, line, fmt.Sprintf("%s[%d]", path, i)); k != "" {
+				return k
+			}
+		}
+	}
+	return ""
 }
 
 // lineOf returns the line of the key at path ("skills[1].executor") in doc,
@@ -799,4 +866,75 @@ func (c *Config) validate(doc *yaml.Node) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Hazards returns what the config allows that is likely a risk, one
+// sentence each, naming the file or key: files holding secrets that others
+// may read, and push allow-list entries that open the whole internet or
+// private ranges. handoff serve logs each as a warning; none stops it.
+func (c *Config) Hazards() []string {
+	var out []string
+	exposed := func(path, what string) {
+		info, err := os.Stat(path)
+		if err != nil || info.Mode().Perm()&0o044 == 0 {
+			return // a file that cannot be read is New's to report
+		}
+		out = append(out, fmt.Sprintf("%s: %s is readable by group or others (mode %04o); chmod 600 it", path, what, info.Mode().Perm()))
+	}
+	if c.path != "" {
+		exposed(c.path, "the config file")
+	}
+	for i, k := range c.Signing.Keys {
+		exposed(k.File, fmt.Sprintf("signing.keys[%d].file", i))
+	}
+	if len(c.Signing.Keys) == 0 {
+		exposed(filepath.Join(c.DataDir, "signing-key.jwk"), "the default signing key")
+	}
+	for i, f := range c.Store.SecretKeyFiles {
+		exposed(f, fmt.Sprintf("store.secret_key_files[%d]", i))
+	}
+	for i, h := range c.Push.AllowHosts {
+		if hazard := allowHostHazard(h); hazard != "" {
+			out = append(out, fmt.Sprintf("push.allow_hosts[%d]: %q %s", i, h, hazard))
+		}
+	}
+	return out
+}
+
+// privateRanges are the ranges a webhook has no business reaching unless
+// the operator means it: internal networks, shared address space, link-local
+// (where cloud metadata services answer). Loopback is not here: allowing it
+// is how a local receiver is reached, and the tests do.
+var privateRanges = []netip.Prefix{
+	netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("172.16.0.0/12"),
+	netip.MustParsePrefix("192.168.0.0/16"), netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fc00::/7"),
+	netip.MustParsePrefix("fe80::/10"),
+}
+
+// allowHostHazard says what is risky in one push.allow_hosts entry, or "".
+func allowHostHazard(entry string) string {
+	h := strings.Trim(strings.TrimSpace(entry), "[]")
+	if strings.Contains(h, "*") {
+		return "is not a pattern: entries are exact host names, addresses or CIDRs, and no host is named \"*\""
+	}
+	p, err := netip.ParsePrefix(h)
+	if err != nil {
+		a, aerr := netip.ParseAddr(h)
+		if aerr != nil {
+			return "" // a host name: it allows that name only
+		}
+		a = a.Unmap()
+		p = netip.PrefixFrom(a, a.BitLen())
+	}
+	p = p.Masked()
+	if p.Bits() == 0 {
+		return "allows the whole internet, private and link-local addresses included"
+	}
+	for _, r := range privateRanges {
+		if p.Overlaps(r) {
+			return fmt.Sprintf("allows private addresses (%s)", r)
+		}
+	}
+	return ""
 }

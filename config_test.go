@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,11 +35,12 @@ func TestParseConfigErrors(t *testing.T) {
 		name, yaml string
 		want       []string
 	}{
-		{"unknown key", minimalConfig + "colour: red\n", []string{"agent.yaml", "line 8", "colour"}},
-		{"unknown nested key", minimalConfig + "limits:\n  max_body: 3\n", []string{"line 9", "max_body"}},
-		{"bad duration", minimalConfig + "limits:\n  shutdown_grace: soon\n", []string{"line 9", "not a duration"}},
+		{"unknown key", minimalConfig + "colour: red\n", []string{"agent.yaml:8: colour: is not a known key"}},
+		{"unknown nested key", minimalConfig + "limits:\n  max_body: 3\n", []string{"agent.yaml:9: limits.max_body: is not a known key"}},
+		{"unknown section", minimalConfig + "limitz:\n  max_body: 3\n", []string{"agent.yaml:8:", "limitz"}},
+		{"bad duration", minimalConfig + "limits:\n  shutdown_grace: soon\n", []string{"agent.yaml:9: limits.shutdown_grace:", "not a duration"}},
 		{"negative duration", minimalConfig + "limits:\n  shutdown_grace: -1s\n", []string{"negative"}},
-		{"bad type", minimalConfig + "limits:\n  max_body_bytes: lots\n", []string{"line 9", "lots"}},
+		{"bad type", minimalConfig + "limits:\n  max_body_bytes: lots\n", []string{"agent.yaml:9: limits.max_body_bytes:", "lots"}},
 		{"missing name", "description: B\nskills: [{id: s, name: S, executor: tck}]\n", []string{"agent.yaml: name: is required"}},
 		{"no skills", "name: A\ndescription: B\n", []string{"skills: at least one"}},
 		{"unknown executor", "name: A\ndescription: B\nskills: [{id: s, name: S, executor: magic}]\n", []string{`agent.yaml:3: skills[0].executor: "magic"`}},
@@ -104,4 +106,107 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("accepted an invalid config: %+v", c)
 		}
 	})
+}
+
+// TestParseConfigReportsEverything: every problem of a file comes in one
+// error, each with its file and line: bad durations and bad types along
+// with unknown keys, and the checks of the values that did decode.
+func TestParseConfigReportsEverything(t *testing.T) {
+	yaml := `name: A
+description: B
+skills: [{id: s, name: S, executor: magic}]
+auth: {anonymous: true}
+limits:
+  shutdown_grace: soon
+  executor_idle_timeout: -1s
+  max_body_bytes: lots
+colour: red
+server:
+  idle_timeout: 1x
+log: {format: xml}
+`
+	_, err := ParseConfig("agent.yaml", strings.NewReader(yaml))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, w := range []string{
+		`agent.yaml:6: limits.shutdown_grace: "soon" is not a duration`,
+		`agent.yaml:7: limits.executor_idle_timeout: duration "-1s" is negative`,
+		"agent.yaml:8:", "lots",
+		"agent.yaml:9: colour: is not a known key",
+		`agent.yaml:11: server.idle_timeout: "1x" is not a duration`,
+		`agent.yaml:12: log.format: "xml"`,
+		`agent.yaml:3: skills[0].executor: "magic"`,
+	} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error does not contain %q:\n%v", w, err)
+		}
+	}
+}
+
+// TestConfigHazards: a config or key file readable by group or others, and
+// push allow-list entries that allow the whole internet or private ranges,
+// are each named; a tight config has none.
+func TestConfigHazards(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+		return p
+	}
+	openKey, closedKey := write("open.jwk", 0o644), write("closed.jwk", 0o600)
+	openSecret := write("store.secret", 0o640)
+	body := minimalConfig + fmt.Sprintf(`signing: {keys: [{file: %s}, {file: %s}]}
+store: {secret_key_files: [%s]}
+push: {allow_hosts: [127.0.0.1, localhost, hooks.example.com, 0.0.0.0/0, "::/0", "*", 10.1.2.0/24, 192.168.1.7, 169.254.169.254, "fd00::/8", 172.16.0.0/12, 100.64.0.1]}
+`, openKey, closedKey, openSecret)
+	cfgPath := write("agent.yaml", 0o644)
+	if err := os.WriteFile(cfgPath, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(c.Hazards(), "\n")
+	for _, w := range []string{
+		cfgPath + ": the config file is readable by group or others (mode 0644)",
+		openKey + ": signing.keys[0].file is readable by group or others (mode 0644)",
+		openSecret + ": store.secret_key_files[0] is readable by group or others (mode 0640)",
+		`push.allow_hosts[3]: "0.0.0.0/0" allows the whole internet`,
+		`push.allow_hosts[4]: "::/0" allows the whole internet`,
+		`push.allow_hosts[5]: "*"`,
+		`push.allow_hosts[6]: "10.1.2.0/24" allows private addresses (10.0.0.0/8)`,
+		`push.allow_hosts[7]: "192.168.1.7" allows private addresses (192.168.0.0/16)`,
+		`push.allow_hosts[8]: "169.254.169.254" allows private addresses (169.254.0.0/16)`,
+		`push.allow_hosts[9]: "fd00::/8" allows private addresses (fc00::/7)`,
+		`push.allow_hosts[10]: "172.16.0.0/12" allows private addresses (172.16.0.0/12)`,
+		`push.allow_hosts[11]: "100.64.0.1" allows private addresses (100.64.0.0/10)`,
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("hazards do not contain %q:\n%s", w, got)
+		}
+	}
+	for _, unwanted := range []string{closedKey, "allow_hosts[0]", "allow_hosts[1]", "allow_hosts[2]"} {
+		if strings.Contains(got, unwanted) {
+			t.Errorf("hazards name %q, which is fine:\n%s", unwanted, got)
+		}
+	}
+
+	if err := os.Chmod(cfgPath, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tight, err := LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tight.Signing.Keys, tight.Store.SecretKeyFiles, tight.Push.AllowHosts = tight.Signing.Keys[1:], nil, []string{"127.0.0.1"}
+	if h := tight.Hazards(); len(h) != 0 {
+		t.Fatalf("a tight config has hazards: %q", h)
+	}
 }

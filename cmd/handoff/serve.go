@@ -63,6 +63,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	logger := handoff.NewLogger(cfg)
+	for _, h := range cfg.Hazards() {
+		logger.Warn("config hazard", slog.String("hazard", h))
+	}
 	agent, err := handoff.New(ctx, cfg, handoff.WithLogger(logger))
 	if err != nil {
 		return err
