@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -20,36 +19,10 @@ import (
 // conformance suite, pinned by its package-lock.json.
 const mcpJSDir = "mcpjs"
 
-var (
-	mcpJSOnce sync.Once
-	mcpJSErr  error
-)
-
-// requireMCPJS installs e2e/mcpjs from its lock (npm ci) once per test
-// binary. A machine without node and npm fails the test: the check against
-// clients of another language is part of the suite.
+// requireMCPJS installs e2e/mcpjs from its lock.
 func requireMCPJS(t *testing.T) {
 	t.Helper()
-	mcpJSOnce.Do(func() {
-		if _, err := os.Stat(filepath.Join(mcpJSDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err == nil {
-			return
-		}
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			mcpJSErr = fmt.Errorf("npm is not on PATH: the MCP face is tested with the official MCP TypeScript SDK (npm ci in e2e/%s)", mcpJSDir)
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), jsInstallLimit)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund")
-		cmd.Dir = mcpJSDir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			mcpJSErr = fmt.Errorf("npm ci in e2e/%s: %v\n%s", mcpJSDir, err, out)
-		}
-	})
-	if mcpJSErr != nil {
-		t.Fatal(mcpJSErr)
-	}
+	requireNPM(t, mcpJSDir, "@modelcontextprotocol/sdk")
 }
 
 // node22 returns a Node.js of major version 22 or later: the machine's, or
