@@ -32,6 +32,9 @@ const (
 	// subscribeHang: a stream that stays open without events until the
 	// client goes.
 	subscribeHang = "stream that hangs"
+	// subscribeLost: the peer lost the task (an in-memory store, restarted):
+	// subscribe and GetTask both answer JSON-RPC -32001 in a JSON body.
+	subscribeLost = "task lost"
 )
 
 // fakePeer is a JSON-RPC A2A peer with one task, whose state the test
@@ -91,6 +94,14 @@ func (p *fakePeer) serve(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result})
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(b)
+	}
+	lost, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{
+		"code": -32001, "message": fmt.Sprintf("Task %s not found", fakeTask)}})
+	if p.mode == subscribeLost && (req.Method == "GetTask" || req.Method == "SubscribeToTask") {
+		p.gets++
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		_, _ = w.Write(lost)
+		return
 	}
 	switch req.Method {
 	case "GetTask":
@@ -209,6 +220,20 @@ func TestFollowUnreachablePeer(t *testing.T) {
 	_, err := delegation.NewSender().Follow(ctx, peer, fakeTask, nil)
 	if !errors.Is(err, delegation.ErrNoFinalState) || !strings.Contains(err.Error(), "503") {
 		t.Fatalf("Follow = %v, want ErrNoFinalState naming the 503", err)
+	}
+}
+
+// TestFollowLostTask: a peer that lost the task says so, in a JSON body
+// to the subscribe too; the follow ends with ErrNoFinalState and the
+// peer's own error, not an empty stream's silence.
+func TestFollowLostTask(t *testing.T) {
+	p := startFakePeer(t, subscribeLost, a2a.TaskStateWorking)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, err := delegation.NewSender().Follow(ctx, p.status(), fakeTask, nil)
+	if !errors.Is(err, delegation.ErrNoFinalState) || !errors.Is(err, a2a.ErrTaskNotFound) ||
+		strings.Count(err.Error(), "Task remote-1 not found") != 2 {
+		t.Fatalf("Follow = %v, want ErrNoFinalState with the peer's not-found from the subscribe and the GetTask", err)
 	}
 }
 
