@@ -370,8 +370,8 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { shut <- srv.Shutdown(drainCtx) }()
 	taskCtx, cancelTasks := context.WithTimeout(stopCtx, grace)
 	defer cancelTasks()
-	if err := a.engine.Shutdown(taskCtx); err != nil {
-		a.log.Warn("tasks still running at the end of the grace period were failed")
+	if err := a.engine.Shutdown(taskCtx); err != nil { // tasks left to resume are no error: the engine logs them
+		a.log.Warn("tasks still running at the end of the grace period were failed", slog.Any("error", err))
 	}
 	if err := <-shut; err != nil {
 		srv.Close()

@@ -1073,7 +1073,8 @@ func (e *Engine) GetExtendedAgentCard(ctx context.Context, _ *a2a.GetExtendedAge
 // status message saying the agent shut down, so their streams get a final
 // event, except those the executor can resume (see [Resumer]): their
 // executions are stopped with cause [ErrShutdown] and the tasks stay
-// working, for the next start to take up. It does not close the store.
+// working, for the next start to take up. It returns an error, wrapping
+// ctx's, only when it failed tasks. It does not close the store.
 func (e *Engine) Shutdown(ctx context.Context) error {
 	defer e.stopReplica() // last: the runs' leases are renewed until they end
 	e.life.Lock()
@@ -1097,10 +1098,15 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		h.mu.Unlock()
 	}
 	e.mu.Unlock()
+	failed := 0
 	for _, r := range runs {
 		if !r.detach() {
 			r.abort("The agent shut down before this task finished. Send the request again.")
+			failed++
 		}
 	}
-	return ctx.Err()
+	if failed == 0 {
+		return nil // every task still running was left to resume
+	}
+	return fmt.Errorf("%d tasks still running were failed: %w", failed, ctx.Err())
 }
