@@ -311,6 +311,7 @@ func jsPeerRestart(t *testing.T, peer *jsPeer, tc jsRestartCase) {
 
 	// `handoff delegations` shows where it stands, and why.
 	table := runHandoff(t, "delegations", front.base)
+	t.Logf("handoff delegations %s:\n%s", front.base, table)
 	for _, want := range []string{string(local), rec.RemoteTaskID, tc.remote, tc.outcome} {
 		if !strings.Contains(table, want) {
 			t.Fatalf("handoff delegations lacks %q:\n%s", want, table)
