@@ -2,14 +2,12 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,31 +30,12 @@ import (
 
 const jsPeerScript = "payments-peer.mjs"
 
-var (
-	jsPeerSetupOnce sync.Once
-	jsPeerSetupErr  error
-)
-
-// requireJSPeer makes sure node runs the SDK and express: js/node_modules
-// holds both, installed from the committed lock by npm ci when one lacks.
+// requireJSPeer makes sure node runs the SDK (its pinned version) and
+// express: npm ci installs both from the committed lock when one lacks.
 func requireJSPeer(t *testing.T) {
 	t.Helper()
 	requireJSVerifier(t)
-	jsPeerSetupOnce.Do(func() {
-		if _, err := os.Stat(filepath.Join(jsDir, "node_modules", "express", "package.json")); err == nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), jsInstallLimit)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund")
-		cmd.Dir = jsDir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			jsPeerSetupErr = fmt.Errorf("npm ci in e2e/%s: %v\n%s", jsDir, err, out)
-		}
-	})
-	if jsPeerSetupErr != nil {
-		t.Fatalf("the JS SDK peer cannot run: %v", jsPeerSetupErr)
-	}
+	requireNPM(t, jsDir, "express")
 }
 
 // jsPeer is one running payments-peer.mjs.
