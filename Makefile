@@ -49,6 +49,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(call fuzzn,15000) ./mcp
 	go test -run '^$$' -fuzz '^FuzzDecodeAuditRecord$$' -fuzztime $(call fuzzn,20000) ./mcp
 	go test -run '^$$' -fuzz '^FuzzObject$$' -fuzztime $(call fuzzn,10000) ./internal/jcs
+	go test -run '^$$' -fuzz '^FuzzRenameMessageParts$$' -fuzztime $(call fuzzn,30000) ./internal/rest03
 
 build:
 	go build -o bin/handoff ./cmd/handoff
