@@ -613,6 +613,13 @@ type walScan struct {
 	legacy bool   // written before segments had a header
 	items  []walItem
 	end    int // where the zeros at its end start
+	size   int // the file's size
+}
+
+// tail is where the segment's bytes that are not its zero-filled end stop,
+// within the file: a torn write dropped from some item on ends there.
+func (sc *walScan) tail() int {
+	return min(max(sc.end, sc.items[len(sc.items)-1].end), sc.size)
 }
 
 // walItem is a record or a damaged span of a segment.
@@ -661,7 +668,7 @@ func scanWAL(base string) ([]*walScan, error) {
 // whose checksums match but whose payload does not decode, which no crash
 // and no random damage makes.
 func (sc *walScan) scan(data []byte) error {
-	sc.end = len(data)
+	sc.end, sc.size = len(data), len(data)
 	for sc.end > 0 && data[sc.end-1] == 0 {
 		sc.end--
 	}
@@ -806,7 +813,7 @@ func planWAL(scans []*walScan, applied uint64) (*walPlan, error) {
 	if k, from, ok := tornCut(last, applied); ok {
 		cut = k
 		it := last.items[k]
-		p.torn = &walDrop{path: last.path, off: it.off, end: max(last.end, it.end), from: from}
+		p.torn = &walDrop{path: last.path, off: it.off, end: last.tail(), from: from}
 	}
 	exp := scans[0].first
 	if exp > applied+1 {
@@ -919,7 +926,7 @@ func salvageWAL(scans []*walScan, applied uint64) (recs, dropped []*walAppend, l
 	var tornLoss *walLoss
 	if k, from, ok := tornCut(last, applied); ok {
 		cut = k
-		tornLoss = &walLoss{path: last.path, off: last.items[k].off, end: max(last.end, last.items[k].end), from: from, torn: true}
+		tornLoss = &walLoss{path: last.path, off: last.items[k].off, end: last.tail(), from: from, torn: true}
 		for _, it := range last.items[k:] {
 			if a := cmp.Or(it.rec, it.guess); a != nil && a.seq > applied {
 				dropped = append(dropped, a)
@@ -953,10 +960,10 @@ func salvageWAL(scans []*walScan, applied uint64) (recs, dropped []*walAppend, l
 					dropped = append(dropped, it.guess)
 				}
 				if open >= 0 && losses[open].path == sc.path {
-					losses[open].end = it.end
+					losses[open].end = min(it.end, sc.size)
 					continue
 				}
-				losses = append(losses, walLoss{path: sc.path, off: it.off, end: it.end, from: exp})
+				losses = append(losses, walLoss{path: sc.path, off: it.off, end: min(it.end, sc.size), from: exp})
 				open = len(losses) - 1
 				continue
 			}

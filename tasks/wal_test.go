@@ -2,11 +2,14 @@ package tasks
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -422,4 +425,110 @@ func TestOpenRefusesBadLog(t *testing.T) {
 	if _, err := os.Stat(segmentPath(path, 1)); err != nil {
 		t.Fatalf("a refused log must stay for inspection: %v", err)
 	}
+}
+
+// appendV1Record is how records were written before segments had a
+// header: an 8-byte header (length, CRC-32C of the payload) and a payload
+// without the group.
+func appendV1Record(b []byte, a *walAppend) []byte {
+	var p []byte
+	p = append(p, walVersion1)
+	for _, u := range []uint64{a.seq, a.version, a.events} {
+		p = binary.AppendUvarint(p, u)
+	}
+	p = binary.AppendVarint(p, a.updated)
+	p = append(p, map[bool]byte{false: 0, true: 1}[a.unfinished])
+	for _, s := range [][]byte{[]byte(a.id), a.owner, a.index, a.encoded, a.rec} {
+		p = binary.AppendUvarint(p, uint64(len(s)))
+		p = append(p, s...)
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(p)))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(p, walCRC))
+	return append(b, p...)
+}
+
+// TestWALOldSegments: a log an older Handoff left at a crash (segments
+// without a header) is still read, with its rule: the end of the last
+// segment may be torn; anything else that does not decode is refused.
+func TestWALOldSegments(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "tasks.db")
+	var first, second []byte
+	for i := range 2 {
+		a := testRecord(i)
+		a.seq = uint64(i + 1)
+		first = appendV1Record(first, a)
+	}
+	for i := 2; i < 4; i++ {
+		a := testRecord(i)
+		a.seq = uint64(i + 1)
+		second = appendV1Record(second, a)
+	}
+	os.WriteFile(segmentPath(base, 1), append(bytes.Clone(first), make([]byte, 100)...), 0o600)
+	os.WriteFile(segmentPath(base, 3), second[:len(second)-4], 0o600) // the last record torn
+	got, _, next, err := readWAL(base)
+	if err != nil || len(got) != 3 || next != 4 {
+		t.Fatalf("old segments: %d records, next %d, %v; want 3, 4", len(got), next, err)
+	}
+	for i, a := range got {
+		if a.seq != uint64(i+1) || a.group != 0 {
+			t.Fatalf("old record %d: seq %d, group %d", i, a.seq, a.group)
+		}
+	}
+	damaged := bytes.Clone(first)
+	damaged[walV1HeaderSize+3] ^= 1
+	os.WriteFile(segmentPath(base, 1), damaged, 0o600)
+	if _, _, _, err := readWAL(base); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("damage in an old segment that is not the last: %v", err)
+	}
+}
+
+// TestWALDamagedHeaders: a segment whose header does not check, and a
+// record whose length is damaged (what follows is found by the next header
+// that checks), are refused when acknowledged records follow.
+func TestWALDamagedHeaders(t *testing.T) {
+	write := func(t *testing.T) (string, string) {
+		base := filepath.Join(t.TempDir(), "tasks.db")
+		w := &wal{base: base, next: 1, segment: 1 << 16}
+		for i := range 4 {
+			if err := w.append([]*walAppend{testRecord(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.close(false)
+		return base, segmentPath(base, 1)
+	}
+	t.Run("segment header", func(t *testing.T) {
+		base, path := write(t)
+		b, _ := os.ReadFile(path)
+		b[6] ^= 1 // the salt
+		os.WriteFile(path, b, 0o600)
+		var de *LogDamageError
+		if _, _, _, err := readWAL(base); !errors.As(err, &de) || de.Offset != 0 || de.File != path {
+			t.Fatalf("damaged segment header: %v", err)
+		}
+	})
+	t.Run("record length", func(t *testing.T) {
+		base, path := write(t)
+		b, _ := os.ReadFile(path)
+		second := walSegmentHeaderSize + len(appendWALRecord(nil, testRecord(0), 0))
+		b[second+1] ^= 0x40 // the second record's length
+		os.WriteFile(path, b, 0o600)
+		var de *LogDamageError
+		if _, _, _, err := readWAL(base); !errors.As(err, &de) || de.Offset != int64(second) {
+			t.Fatalf("damaged record length: %v", err)
+		}
+	})
+	t.Run("two records in a row", func(t *testing.T) {
+		base, path := write(t)
+		b, _ := os.ReadFile(path)
+		second := walSegmentHeaderSize + len(appendWALRecord(nil, testRecord(0), 0))
+		third := second + len(appendWALRecord(nil, testRecord(1), 0))
+		b[second+20] ^= 1
+		b[third+20] ^= 1
+		os.WriteFile(path, b, 0o600)
+		var de *LogDamageError
+		if _, _, _, err := readWAL(base); !errors.As(err, &de) || de.Offset != int64(second) || !strings.Contains(de.Reason, "records 2 to 3") {
+			t.Fatalf("two damaged records in a row: %v", err)
+		}
+	})
 }
