@@ -473,21 +473,25 @@ func failedChecks(d acceptance.Decision) string {
 // failed with the peer's task as last seen.
 func (s *delegateSkill) unfollowed(ctx context.Context, ec *a2asrv.ExecutorContext, peer delegation.PeerStatus, rec *delegation.Record,
 	last *a2a.Task, err error, yield func(a2a.Event, error) bool) {
-	text := "The delegation failed: " + err.Error()
 	if last != nil {
 		rec.RemoteState = last.Status.State
 	}
-	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+	var text string
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && rec.RemoteTaskID == "":
 		text = fmt.Sprintf("The delegation's deadline %s passed before peer %s answered", rec.Deadline.Format(time.RFC3339), peer.Name)
-		if rec.RemoteTaskID != "" {
-			text = fmt.Sprintf("The delegation's deadline %s passed before peer %s's task %s ended", rec.Deadline.Format(time.RFC3339), peer.Name, rec.RemoteTaskID)
-		}
-		if last != nil {
-			text += "; that task is now " + stateWord(last.Status.State)
-		}
-		text += "."
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		text = fmt.Sprintf("The delegation's deadline %s passed before peer %s's task %s ended", rec.Deadline.Format(time.RFC3339), peer.Name, rec.RemoteTaskID)
+	case ctx.Err() != nil: // our task ended first: canceled, or stopped by the engine
+		text = fmt.Sprintf("Our task ended (%v) before peer %s's task %s did", context.Cause(ctx), peer.Name, rec.RemoteTaskID)
+	default:
+		s.end(ctx, ec, rec, acceptance.Failed, yield, "The delegation failed: "+err.Error())
+		return
 	}
-	s.end(ctx, ec, rec, acceptance.Failed, yield, text)
+	if last != nil {
+		text += "; that task is now " + stateWord(last.Status.State)
+	}
+	s.end(ctx, ec, rec, acceptance.Failed, yield, text+".")
 }
 
 // end fails our task with text, and records the delegation as ended

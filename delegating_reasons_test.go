@@ -53,8 +53,8 @@ func (payPeer) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a
 
 // startPayFront starts a front agent (anonymous callers) delegating the
 // skill pay to a payPeer and pay-slow, with a one-second timeout, to one
-// that holds. Its log is in logs.
-func startPayFront(t *testing.T) (front string, logs *syncBuffer) {
+// that holds. Its log is in logs; limits is its config's limits.
+func startPayFront(t *testing.T, limits string) (front string, logs *syncBuffer) {
 	t.Helper()
 	declines, holds := startPeerWith(t, payPeer{}, false, "declines"), startPeerWith(t, payPeer{hold: true}, false, "holds")
 	contract := filepath.Join(t.TempDir(), "pay.yaml")
@@ -70,14 +70,14 @@ func startPayFront(t *testing.T) (front string, logs *syncBuffer) {
 description: delegates payments
 auth: {anonymous: true}
 log: {level: error}
-limits: {shutdown_grace: 1s}
+limits: %s
 peers:
   - {name: declines, url: %q, trust: {jku_prefixes: [%q]}}
   - {name: holds, url: %q, trust: {jku_prefixes: [%q]}}
 skills:
   - {id: pay, name: Pay, executor: delegate, delegate: {skill: scan, tags: [declines], contract: %q}}
   - {id: pay-slow, name: Pay slowly, executor: delegate, delegate: {skill: scan, tags: [holds], contract: %q, timeout: 1s}}
-`, declines, declines+"/.well-known/", holds, holds+"/.well-known/", contract, slow)))
+`, limits, declines, declines+"/.well-known/", holds, holds+"/.well-known/", contract, slow)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func delegationOf(t *testing.T, front string, id a2a.TaskID) acceptance.Delegati
 // our caller as the peer wrote it, and its own reason for failing ("card
 // declined") is in our task's status message and the delegation's record.
 func TestDelegationRelaysThePeersWords(t *testing.T) {
-	front, logs := startPayFront(t)
+	front, logs := startPayFront(t, "{shutdown_grace: 1s}")
 	c, err := a2aclient.NewFromEndpoints(t.Context(), []*a2a.AgentInterface{a2a.NewAgentInterface(front+pathJSONRPC, a2a.TransportProtocolJSONRPC)})
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +176,7 @@ func TestDelegationRelaysThePeersWords(t *testing.T) {
 // peer works; the peer's task is canceled, and the delegation's record
 // says so: remote state canceled, outcome failed, the deadline as reason.
 func TestDelegationTimeoutRecorded(t *testing.T) {
-	front, _ := startPayFront(t)
+	front, _ := startPayFront(t, "{shutdown_grace: 1s}")
 	_, out := call(t, front, "", "", "SendMessage",
 		`{"message":{"messageId":"slow-1","role":"ROLE_USER","metadata":{"handoff/skill":"pay-slow"},"parts":[{"data":{"order":"o-2"}}]}}`)
 	task := resultTask(t, out)
@@ -186,6 +186,34 @@ func TestDelegationTimeoutRecorded(t *testing.T) {
 	d := delegationOf(t, front, a2a.TaskID(task["id"].(string)))
 	if d.RemoteTaskID == "" || d.RemoteState != a2a.TaskStateCanceled || d.Outcome != "failed" || !strings.Contains(d.Reason, "deadline") {
 		t.Fatalf("delegation %+v, want the peer's task canceled, outcome failed, the deadline as reason", d)
+	}
+}
+
+// TestDelegationStoppedByTheEngineRecorded: the engine's idle watchdog
+// ends our task while the peer works in silence; the peer's task is
+// canceled and the delegation's record says why, not "-".
+func TestDelegationStoppedByTheEngineRecorded(t *testing.T) {
+	front, _ := startPayFront(t, "{shutdown_grace: 1s, executor_idle_timeout: 500ms}")
+	_, out := call(t, front, "", "", "SendMessage",
+		`{"message":{"messageId":"idle-1","role":"ROLE_USER","metadata":{"handoff/skill":"pay-slow"},"parts":[{"data":{"order":"o-3"}}]}}`)
+	task := resultTask(t, out)
+	if state(task) != "TASK_STATE_FAILED" {
+		t.Fatalf("front's task: %v", task)
+	}
+	id := a2a.TaskID(task["id"].(string))
+	var d acceptance.Delegation
+	deadline, tick := time.NewTimer(10*time.Second), time.NewTicker(20*time.Millisecond)
+	defer deadline.Stop()
+	defer tick.Stop()
+	for d = delegationOf(t, front, id); d.Outcome == ""; d = delegationOf(t, front, id) {
+		select {
+		case <-deadline.C:
+			t.Fatalf("delegation %+v: no outcome after its task ended", d)
+		case <-tick.C:
+		}
+	}
+	if d.RemoteState != a2a.TaskStateCanceled || d.Outcome != "failed" || !strings.Contains(d.Reason, "agent stopped answering") {
+		t.Fatalf("delegation %+v, want the peer's task canceled, outcome failed and the engine's reason", d)
 	}
 }
 
