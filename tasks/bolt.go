@@ -182,6 +182,9 @@ func openBoltFile(path string, timeout time.Duration) (db *bolt.DB, next uint64,
 		}
 		return nil
 	})
+	if errors.Is(err, bolt.ErrIncompatibleValue) {
+		return db, 0, fmt.Errorf("%w: %s is damaged: one of its buckets is not a bucket", ErrCorrupt, filepath.Base(path))
+	}
 	if err != nil {
 		return db, 0, fmt.Errorf("init: %w", err)
 	}
@@ -247,10 +250,10 @@ func readBoltMeta(f *os.File, off int64) (boltMeta, bool) {
 
 // checkBoltFile refuses a store file that bbolt would crash on rather than
 // refuse: one shorter than its last commit says (bbolt maps the file and
-// follows page numbers into the map: a fault, SIGBUS, not an error), or
-// whose meta pages both fail their checksums or point past its end. It
-// reads the two meta pages as bbolt does and takes the valid one of the
-// later transaction.
+// follows page numbers into the map: a fault, SIGBUS, not an error), whose
+// meta pages both fail their checksums or point past its end, or whose
+// page tree is not whole (checkBoltPages). It reads the two meta pages as
+// bbolt does and takes the valid one of the later transaction.
 func checkBoltFile(path string) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -295,6 +298,9 @@ func checkBoltFile(path string) error {
 	}
 	if m.root >= m.pgid || m.freelist != boltNoFreelist && m.freelist >= m.pgid {
 		return damaged("its meta page (transaction %d) points past its last page", m.txid)
+	}
+	if err := checkBoltPages(f, m); err != nil {
+		return damaged("%v", err)
 	}
 	return nil
 }

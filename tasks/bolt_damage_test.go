@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -273,5 +274,47 @@ func TestDiskFullApplyRecovers(t *testing.T) {
 		if _, err := s.Events(t.Context(), owner, id, 0); err != nil {
 			t.Fatalf("acknowledged task %s: %v", id, err)
 		}
+	}
+}
+
+// TestStoreFileDamagedPages damages, in turn, each field bbolt follows in
+// every page of a store file (the page's id, type, element count and
+// overflow, its first element's position, sizes and child) and opens it:
+// the store is refused as damaged, or opens and reads, and the process
+// never crashes (before, a bad page id was a panic in a goroutine of
+// bbolt's own).
+func TestStoreFileDamagedPages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	fillStore(t, path, 100)
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ps = 4096
+	refused, opened := 0, 0
+	for page := 2; page < len(whole)/ps; page += 1 + page/16 { // every page of the first ones, then a sample
+
+		for _, field := range []int{0, 1, 8, 10, 12, 16, 20, 24, 28} {
+			b := bytes.Clone(whole)
+			b[page*ps+field] ^= 0x41
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := OpenBolt(path, time.Second)
+			if err != nil {
+				if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "tasks.db is damaged") {
+					t.Fatalf("page %d byte %d: %v", page, field, err)
+				}
+				refused++
+				continue
+			}
+			opened++
+			s.List(t.Context(), ListQuery{Owner: Owner{Principal: "p"}, PageSize: 1000})
+			s.Close()
+		}
+	}
+	t.Logf("%d damaged files refused, %d opened (damage bbolt does not follow)", refused, opened)
+	if refused == 0 {
+		t.Fatal("no damaged page was refused")
 	}
 }
