@@ -51,15 +51,25 @@ type LogDamage struct {
 // since versions follow each other). With apply it then writes what can
 // be applied to the store file, moves its log position past the whole
 // log, and deletes the log, so that the store opens; without, it changes
-// nothing. A damaged store file is refused (the log cannot repair it). A
-// store in use by another process is refused after timeout, with
-// bbolt's ErrTimeout.
+// nothing. A damaged store file is refused (the log cannot repair it), as
+// is a path with neither a store file nor a log (an error wrapping
+// os.ErrNotExist). A store in use by another process is refused after
+// timeout, with bbolt's ErrTimeout.
 func RecoverBolt(path string, timeout time.Duration, apply bool) (*Recovery, error) {
 	if err := checkBoltFile(path); err != nil {
 		return nil, fmt.Errorf("recover task store %s: %w", path, err)
 	}
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && !apply {
-		return recoverLog(nil, path, false) // a log without its store file: nothing applied yet
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		scans, err := scanWAL(path)
+		if err != nil {
+			return nil, fmt.Errorf("recover task store %s: %w", path, err)
+		}
+		if len(scans) == 0 {
+			return nil, fmt.Errorf("recover task store %s: %w", path, os.ErrNotExist) // a wrong directory, most likely
+		}
+		if !apply {
+			return recoverLog(nil, path, false) // a log without its store file: nothing applied yet
+		}
 	}
 	var rec *Recovery
 	err := guardFaults(path, func() error {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -63,6 +64,9 @@ Flags:
 	r, err := tasks.RecoverBolt(path, time.Second, *apply)
 	if errors.Is(err, bolt.ErrTimeout) {
 		return fmt.Errorf("store recover: the agent using %s is running: stop it first", *dataDir)
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("store recover: no task store in %s (no tasks.db, no log)", *dataDir)
 	}
 	if err != nil {
 		return fmt.Errorf("store recover: %w", err)

@@ -92,6 +92,19 @@ func TestStoreRecoverRefusesDamagedFile(t *testing.T) {
 	}
 }
 
+// TestStoreRecoverNoStore: a directory without a store is not made one.
+func TestStoreRecoverNoStore(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"store", "recover", "--data-dir", dir, "--apply"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "no task store in") {
+		t.Fatalf("recover of an empty directory: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tasks.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("recover made a store file in an empty directory: %v", err)
+	}
+}
+
 // TestStoreRecoverRunningAgent: a store another process holds open is not
 // touched.
 func TestStoreRecoverRunningAgent(t *testing.T) {
