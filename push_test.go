@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -525,5 +526,71 @@ func TestPushURLSealedAndMasked(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPushStopDoesNotDeadLetter: a delivery cut short because the agent
+// stops is not an attempt that failed: it is not dead-lettered (even with
+// max_attempts 1), and the restarted agent delivers the event.
+func TestPushStopDoesNotDeadLetter(t *testing.T) {
+	c, err := ParseConfig("push.yaml", strings.NewReader(minimalConfig+
+		"log: {level: error}\nlimits: {shutdown_grace: 1s}\ncapabilities: {push_notifications: true}\n"+
+		"push: {allow_hosts: [127.0.0.1], retry_delay: 10ms, timeout: 30s, max_attempts: 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DataDir = t.TempDir()
+	var stalling atomic.Bool
+	stalling.Store(true)
+	arrived := make(chan struct{}, 100)
+	ended := make(chan struct{})
+	var mu sync.Mutex
+	delivered := 0
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		if stalling.Load() {
+			select { // never answers: the agent stops meanwhile
+			case <-r.Context().Done():
+			case <-ended:
+			}
+			return
+		}
+		mu.Lock()
+		delivered++
+		mu.Unlock()
+	}))
+	t.Cleanup(func() { close(ended); hook.Close() })
+	url := startAgent(t, c)
+	if status, out := call(t, url, "", "", "SendMessage", fmt.Sprintf(`{"message":{"messageId":"tck-complete-task-stop","role":"ROLE_USER","parts":[{"text":"hi"}]},
+		"configuration":{"taskPushNotificationConfig":{"url":%q}}}`, hook.URL+"/hook")); status != http.StatusOK || out["result"] == nil {
+		t.Fatalf("send: %d %v", status, out)
+	}
+	select {
+	case <-arrived:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no delivery started")
+	}
+	stopAgent(t, url)
+	stalling.Store(false)
+
+	url = startAgent(t, c)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		n := delivered
+		mu.Unlock()
+		st := pushStatuses(t, url)
+		for _, s := range st {
+			if len(s.Dead) > 0 {
+				t.Fatalf("dead-lettered by the stop: %+v", s.Dead)
+			}
+		}
+		if len(st) == 1 && st[0].Pending == 0 && n > 0 && n == st[0].Delivered { // every event, the one cut short included
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("delivered %d events after the restart; status %+v", n, st)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -296,6 +296,11 @@ func (d *Dispatcher) step(ctx context.Context, w *worker) (more bool, wait time.
 	}
 	pd.Attempts++
 	retryAfter, reason, detail, retriable := d.post(ctx, pd, ev.Seq, body)
+	if reason != "" && ctx.Err() != nil {
+		// Cut short by the dispatcher stopping: not an attempt that failed.
+		// Nothing is stored, and the next start sends the event again.
+		return true, 0, fmt.Errorf("deliver event %d: %w", ev.Seq, ctx.Err())
+	}
 	if reason != "" {
 		d.cfg.logger.Info("push: delivery attempt failed", slog.String("task_id", string(w.task)), slog.String("config", w.config),
 			slog.Uint64("seq", ev.Seq), slog.Int("attempt", pd.Attempts), slog.String("error", detail))
