@@ -79,6 +79,7 @@ func (s *StaticKeys) lookup(kid string) (*jose.JSONWebKey, error) {
 // slow, costs the issuer one request per MinRefresh and the callers no
 // wait beyond the fetch already running.
 type RemoteKeys struct {
+	// URL is the issuer's JWKS.
 	URL string
 	// Client makes the fetches; its Timeout bounds each one.
 	Client *http.Client
