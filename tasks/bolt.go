@@ -196,7 +196,8 @@ func openBoltFile(path string, timeout time.Duration) (db *bolt.DB, next uint64,
 // map, and turns a fault or a panic in it (bbolt's answer to a page that is
 // not what it should be) into an error naming the file. Faults and panics
 // in bbolt's own goroutines cannot be caught: checkBoltFile refuses first
-// what would cause them that it can see.
+// what would cause them that it can see. A panic inside bolt.Open leaves
+// its file open and locked; the process is about to stop then.
 func guardFaults(path string, fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -217,7 +218,7 @@ const (
 	boltMagic       = 0xED0CDAED
 	boltVersion     = 2
 	boltMetaOffset  = 16
-	boltMetaSize    = 64
+	boltMetaSize    = 64 // the fields, 56 bytes, and the checksum
 	boltNoFreelist  = math.MaxUint64
 	boltMinPageSize = 1024
 )
@@ -231,13 +232,13 @@ type boltMeta struct {
 
 // readBoltMeta reads and checks the meta page at off.
 func readBoltMeta(f *os.File, off int64) (boltMeta, bool) {
-	b := make([]byte, boltMetaSize+8)
+	b := make([]byte, boltMetaSize)
 	if _, err := f.ReadAt(b, off+boltMetaOffset); err != nil {
 		return boltMeta{}, false
 	}
 	le := binary.LittleEndian
 	h := fnv.New64a()
-	h.Write(b[:boltMetaSize-8])
+	h.Write(b[:56])
 	if le.Uint32(b) != boltMagic || le.Uint32(b[4:]) != boltVersion || le.Uint64(b[56:]) != h.Sum64() {
 		return boltMeta{}, false
 	}
