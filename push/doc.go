@@ -19,6 +19,14 @@
 //
 // The config's notification token, when it has one, travels beside it in
 // [HeaderToken] and [HeaderTokenX], and the delivery id in [HeaderDeliveryID].
+// The JWT is also the bearer token, unless the config's authentication
+// gives its own scheme and credentials.
+//
+// A delivery that fails is retried with backoff, then dead-lettered. The
+// config's owner sees an HTTP status, a refusal by the guard, or
+// [ReasonFailed] for every delivery that got no HTTP answer (refused,
+// reset, timed out, TLS): which one it was would tell the owner what a
+// port is doing. The operator's log says which.
 //
 // # Receiving
 //
