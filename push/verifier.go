@@ -201,10 +201,11 @@ func (v *Verifier) Verify(ctx context.Context, h http.Header, body []byte) (*Ver
 		return nil, fmt.Errorf("%w: typ %q, want JWT", ErrBadSignature, typ)
 	}
 	key, err := v.keys.Key(ctx, hdr.KeyID)
-	if errors.Is(err, auth.ErrUnknownKey) {
-		return nil, fmt.Errorf("%w: kid %q", ErrUnknownKey, hdr.KeyID)
-	} else if err != nil {
+	switch {
+	case errors.Is(err, auth.ErrKeysUnavailable) || err != nil && !errors.Is(err, auth.ErrUnknownKey):
 		return nil, fmt.Errorf("%w: %w", ErrJWKSUnavailable, err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: kid %q", ErrUnknownKey, hdr.KeyID)
 	}
 	if key.Algorithm != "" && key.Algorithm != hdr.Algorithm {
 		return nil, fmt.Errorf("%w: alg %s, key %q is for %s", ErrBadSignature, hdr.Algorithm, hdr.KeyID, key.Algorithm)

@@ -18,6 +18,11 @@ import (
 // ErrUnknownKey means no key of the issuer has the token's key id.
 var ErrUnknownKey = errors.New("unknown key id")
 
+// ErrKeysUnavailable is wrapped, beside ErrUnknownKey, when a key id is not
+// known because the issuer's keys could not be fetched (yet): the issuer is
+// down or slow, not the key made up.
+var ErrKeysUnavailable = errors.New("issuer keys unavailable")
+
 // maxJWKSBytes bounds a fetched or read JWKS.
 const maxJWKSBytes = 1 << 20
 
@@ -124,7 +129,7 @@ func (r *RemoteKeys) Key(ctx context.Context, kid string) (*jose.JSONWebKey, err
 		select {
 		case <-wait:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w %q: the issuer's keys are being fetched: %w", ErrUnknownKey, kid, ctx.Err())
+			return nil, fmt.Errorf("%w %q: %w: still being fetched: %w", ErrUnknownKey, kid, ErrKeysUnavailable, ctx.Err())
 		}
 	}
 	r.mu.Lock()
@@ -134,7 +139,7 @@ func (r *RemoteKeys) Key(ctx context.Context, kid string) (*jose.JSONWebKey, err
 		if k, err := keys.lookup(kid); err == nil {
 			return k, nil // the issuer is down: what it published is still trusted
 		}
-		return nil, fmt.Errorf("%w %q: the issuer's keys could not be fetched", ErrUnknownKey, kid)
+		return nil, fmt.Errorf("%w %q: %w: the last fetch failed", ErrUnknownKey, kid, ErrKeysUnavailable)
 	}
 	return keys.Key(ctx, kid)
 }
