@@ -122,10 +122,10 @@ func (c *rawConn) postHead(length int, headers string) {
 }
 
 // pollStatus sends the request try makes on fresh connections until one is
-// answered with want, and fails the test when none is within 5s.
+// answered with want, and fails the test when none is within 10s.
 func pollStatus(t *testing.T, addr string, want int, what string, try func(*rawConn)) *http.Response {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	var last string
 	for {
 		c := dial(t, addr)
@@ -141,7 +141,7 @@ func pollStatus(t *testing.T, addr string, want int, what string, try func(*rawC
 		}
 		c.Close()
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: no %d within 5s; last answer: %s", what, want, last)
+			t.Fatalf("%s: no %d within 10s; last answer: %s", what, want, last)
 		}
 		time.Sleep(20 * time.Millisecond) // polling: the server registers the connections that fill it as it reads them
 	}
@@ -193,6 +193,19 @@ func TestInflightBodyBudget(t *testing.T) {
 		c.send(fmt.Sprintf("POST %s HTTP/1.1\r\nHost: agent\r\nA2A-Version: 1.0\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
 			pathJSONRPC, len(body), body))
 	}
+	t.Cleanup(func() {
+		if t.Failed() { // what the holders were told, if anything
+			for i, c := range holders {
+				_ = c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+				resp, body, err := c.response()
+				if resp != nil {
+					t.Logf("holder %d was answered %d %q", i, resp.StatusCode, body)
+				} else {
+					t.Logf("holder %d: no answer (%v)", i, err)
+				}
+			}
+		}
+	})
 	resp := pollStatus(t, addr, http.StatusServiceUnavailable, "a small POST while the budget is held", post)
 	if resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("503 without Retry-After: %v", resp.Header)
