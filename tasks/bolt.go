@@ -183,7 +183,7 @@ func openBoltFile(path string, timeout time.Duration) (db *bolt.DB, next uint64,
 		return nil
 	})
 	if errors.Is(err, bolt.ErrIncompatibleValue) {
-		return db, 0, fmt.Errorf("%w: %s is damaged: one of its buckets is not a bucket", ErrCorrupt, filepath.Base(path))
+		return db, 0, fmt.Errorf("%s is damaged: one of its buckets is not a bucket: %w", filepath.Base(path), ErrCorrupt)
 	}
 	if err != nil {
 		return db, 0, fmt.Errorf("init: %w", err)
@@ -202,7 +202,7 @@ func guardFaults(path string, fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %s is damaged: %v", ErrCorrupt, filepath.Base(path), r)
+			err = fmt.Errorf("%s is damaged: %v: %w", filepath.Base(path), r, ErrCorrupt)
 		}
 	}()
 	return fn()
@@ -273,7 +273,7 @@ func checkBoltFile(path string) error {
 		return nil // bbolt makes a new store in it
 	}
 	damaged := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s is damaged: %s", ErrCorrupt, filepath.Base(path), fmt.Sprintf(format, args...))
+		return fmt.Errorf("%s is damaged: %s: %w", filepath.Base(path), fmt.Sprintf(format, args...), ErrCorrupt)
 	}
 	m, ok := readBoltMeta(f, 0)
 	// Page 1 is one page in: the page size is meta 0's, or, with meta 0

@@ -91,7 +91,7 @@ func mountSmall(t *testing.T, size int) string {
 		t.Fatalf("mount a %d-byte tmpfs for a real ENOSPC (needs root): %v", size, err)
 	}
 	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
 			t.Errorf("unmount %s: %v", dir, err)
 		}
 	})

@@ -116,7 +116,8 @@ type LogDamageError struct {
 }
 
 func (e *LogDamageError) Error() string {
-	return fmt.Sprintf("task store log %s is damaged at offset %d: %s; nothing was changed (handoff store recover shows what recovering would drop)", e.File, e.Offset, e.Reason)
+	return fmt.Sprintf("task store log %s is damaged at offset %d: %s; nothing was changed (handoff store recover --data-dir %s shows what recovering would drop)",
+		e.File, e.Offset, e.Reason, filepath.Dir(e.File))
 }
 
 // Unwrap returns [ErrCorrupt].
