@@ -215,9 +215,9 @@ func limitBody(lim bodyLimits, jsonrpc bool, next http.Handler) http.Handler {
 	})
 }
 
-// readBody reads a body of the given length (-1: unknown) up to max bytes,
+// readBody reads a body of the given length (-1: unknown) up to limit bytes,
 // in one allocation of the right size when the length is known.
-func readBody(body io.Reader, length, max int64) ([]byte, error) {
+func readBody(body io.Reader, length, limit int64) ([]byte, error) {
 	if length >= 0 {
 		data := make([]byte, length)
 		if _, err := io.ReadFull(body, data); err != nil {
@@ -230,9 +230,9 @@ func readBody(body io.Reader, length, max int64) ([]byte, error) {
 		}
 		return data, nil
 	}
-	data, err := io.ReadAll(io.LimitReader(body, max+1))
-	if err == nil && int64(len(data)) > max {
-		return nil, &http.MaxBytesError{Limit: max}
+	data, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err == nil && int64(len(data)) > limit {
+		return nil, &http.MaxBytesError{Limit: limit}
 	}
 	return data, err
 }
