@@ -30,6 +30,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(call fuzzn,35000) ./tasks
 	go test -run '^$$' -fuzz '^FuzzStoreURL$$' -fuzztime $(call fuzzn,30000) ./tasks
 	go test -run '^$$' -fuzz '^FuzzSealed$$' -fuzztime $(call fuzzn,20000) ./tasks
+	go test -run '^$$' -fuzz '^FuzzSealedURL$$' -fuzztime $(call fuzzn,20000) ./tasks
 	go test -run '^$$' -fuzz '^FuzzDecodeEntries$$' -fuzztime $(call fuzzn,30000) ./tasks
 	go test -run '^$$' -fuzz '^FuzzDecodeWALRecord$$' -fuzztime $(call fuzzn,120000) ./tasks
 	go test -run '^$$' -fuzz '^FuzzScanWAL$$' -fuzztime $(call fuzzn,60000) ./tasks
@@ -44,6 +45,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzRecord$$' -fuzztime $(call fuzzn,25000) ./delegation
 	go test -run '^$$' -fuzz '^FuzzParseContract$$' -fuzztime $(call fuzzn,12000) ./acceptance
 	go test -run '^$$' -fuzz '^FuzzCondition$$' -fuzztime $(call fuzzn,12000) ./acceptance
+	go test -run '^$$' -fuzz '^FuzzExplain$$' -fuzztime $(call fuzzn,3000) ./acceptance
 	go test -run '^$$' -fuzz '^FuzzAssembler$$' -fuzztime $(call fuzzn,6000) ./artifacts
 	go test -run '^$$' -fuzz '^FuzzCollector$$' -fuzztime $(call fuzzn,8000) ./artifacts
 	go test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(call fuzzn,15000) ./mcp
