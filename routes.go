@@ -164,9 +164,9 @@ func limitBody(lim bodyLimits, jsonrpc bool, next http.Handler) http.Handler {
 			// otherwise read it, at the client's pace, before closing.
 			_ = rc.SetReadDeadline(time.Now())
 			if jsonrpc {
-				code := -32600
+				code := -32600 // the request is refused as sent
 				if status == http.StatusServiceUnavailable {
-					code = -32603
+					code = -32000 // a server error, gone when the load is
 				}
 				writeJSONRPCError(w, status, nil, code, msg)
 			} else {
