@@ -318,3 +318,67 @@ func TestStoreFileDamagedPages(t *testing.T) {
 		t.Fatal("no damaged page was refused")
 	}
 }
+
+// TestLogWriteFailureUndone: a write larger than a segment gets one to
+// itself and grows it; on a full disk that write fails part way. The log
+// undoes it (cut back, zeroed, synced), so its writer's error is the whole
+// truth: after space is freed the next write goes where it would have,
+// and reopening replays every acknowledged write and not the failed one.
+func TestLogWriteFailureUndone(t *testing.T) {
+	dir := mountSmall(t, 2<<20)
+	path := filepath.Join(dir, "tasks.db")
+	s, err := OpenBolt(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.log.segment = 64 << 10
+	owner := Owner{Principal: "p"}
+	small := walSnap("small", 1, "s")
+	if err := s.Append(t.Context(), small, []a2a.Event{small.Task}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; { // the spare has its room
+		if fi, err := os.Stat(sparePath(path)); err == nil && fi.Size() == s.log.segment {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no spare segment within 10s")
+		}
+		time.Sleep(5 * time.Millisecond) // polling, with a deadline
+	}
+	filler := fillDisk(t, dir)
+	big := walSnap("big", 1, strings.Repeat("B", 200<<10))
+	if err := s.Append(t.Context(), big, []a2a.Event{big.Task}); err == nil {
+		t.Fatal("a write growing a segment on a full disk succeeded")
+	} else {
+		t.Logf("the big write on a full disk: %v", err)
+	}
+	if err := s.Ping(t.Context()); err == nil {
+		t.Fatal("store ready after a log write failed for want of space")
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatalf("store not ready once space was freed: %v", err)
+	}
+	after := walSnap("after", 1, "a")
+	if err := s.Append(t.Context(), after, []a2a.Event{after.Task}); err != nil {
+		t.Fatalf("append after space was freed: %v", err)
+	}
+	img := crashImage(t, path) // as a crash now would leave it
+	s.Close()
+	s2, err := OpenBolt(img, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	for _, id := range []a2a.TaskID{"small", "after"} {
+		if _, err := s2.Get(t.Context(), owner, id); err != nil {
+			t.Fatalf("acknowledged task %s after the crash: %v", id, err)
+		}
+	}
+	if _, err := s2.Get(t.Context(), owner, "big"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the write that failed came back: %v", err)
+	}
+}

@@ -380,20 +380,30 @@ func (w *wal) append(recs []*walAppend) error {
 	}
 	w.next = first + uint64(len(recs))
 	if _, err := w.f.WriteAt(w.buf, w.size); err != nil {
-		return w.undo(first, fmt.Errorf("write log %s: %w", w.f.Name(), err))
+		return w.undo(first, fmt.Errorf("write log %s: %w", w.cur, unpath(err)))
 	}
 	w.fileSize = max(w.fileSize, w.size+int64(len(w.buf)))
 	if w.syncer == nil {
 		w.syncer = newDataSyncer()
 	}
 	if err := w.syncer.sync(w.f); err != nil {
-		return w.undo(first, fmt.Errorf("sync log %s: %w", w.f.Name(), err))
+		return w.undo(first, fmt.Errorf("sync log %s: %w", w.cur, unpath(err)))
 	}
 	w.size += int64(len(w.buf))
 	if cap(w.buf) > 1<<20 { // one large group does not pin its buffer
 		w.buf = nil
 	}
 	return nil
+}
+
+// unpath drops the file name from an *os.PathError: a segment's file keeps
+// the spare's name it was opened under.
+func unpath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
 }
 
 // undo puts the open segment back as it was before a failed write of the
