@@ -276,7 +276,7 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 	mux.Handle("GET /a2a/audit", authenticate(a.authn, bindingREST, http.HandlerFunc(a.auditList)))
 	mux.Handle("GET /a2a/delegations", authenticate(a.authn, bindingREST, http.HandlerFunc(a.delegationsList)))
 	a.routeBlobs(mux, base)
-	a.routeMCP(mux)
+	a.routeMCP(mux, bodies)
 	grpcPath, grpcHandler := a2aconnect.NewHandler(a.handler, connect.WithReadMaxBytes(int(limit)))
 	mux.Handle(grpcPath, authenticate(a.authn, bindingConnect, grpcHandler))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

@@ -43,10 +43,11 @@ func (c *MCPFaceConfig) validate() error {
 }
 
 // routeMCP mounts the MCP face when the config enables it. Requests are
-// authenticated like A2A ones before the MCP SDK reads them; each tool call
-// is then bound to the caller of its own HTTP request, so a session id
-// carries no identity.
-func (a *Agent) routeMCP(mux *http.ServeMux) {
+// authenticated like A2A ones, on their headers, and their bodies read
+// within the same limits (size, read deadline, the in-flight budget) before
+// the MCP SDK sees them; each tool call is then bound to the caller of its
+// own HTTP request, so a session id carries no identity.
+func (a *Agent) routeMCP(mux *http.ServeMux, bodies bodyLimits) {
 	if !a.cfg.MCPServer.Enabled {
 		return
 	}
@@ -58,8 +59,7 @@ func (a *Agent) routeMCP(mux *http.ServeMux) {
 		})
 	}
 	face := mcp.NewFace(a.cfg.Name, a.cfg.Version, tools, a.handler, a.mcpCaller, mcp.WithFaceLogger(a.log))
-	limit := a.cfg.Limits.MaxBodyBytes
-	mux.Handle(a.cfg.MCPServer.Path, http.MaxBytesHandler(mcpAuthenticate(a.authn, face), limit))
+	mux.Handle(a.cfg.MCPServer.Path, mcpAuthenticate(a.authn, limitBody(bodies, true, face)))
 }
 
 // mcpCaller binds the caller the headers of one MCP request name.
