@@ -63,6 +63,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	logger := handoff.NewLogger(cfg)
+	// The task store's open and recovery warnings (a torn log tail dropped)
+	// go to the default logger: make it the agent's, so they share its format.
+	slog.SetDefault(logger)
 	for _, h := range cfg.Hazards() {
 		logger.Warn("config hazard", slog.String("hazard", h))
 	}
