@@ -98,9 +98,9 @@ func authenticate(a *auth.Authenticator, b binding, next http.Handler) http.Hand
 		p, err := a.Authenticate(r)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="a2a"`)
-			if r.Body != nil && r.Body != http.NoBody { // its body is never read, nor waited for
+			if r.Body != nil && r.Body != http.NoBody { // its body is never read, and waited for only briefly
 				w.Header().Set("Connection", "close")
-				_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(refusalDrain))
 			}
 			msg := err.Error()
 			switch b {

@@ -151,6 +151,11 @@ type bodyLimits struct {
 // the rest of the body is never read. The budget holds the body's bytes
 // until the handler returns. The read deadline is the request's own,
 // counted from the end of its headers, and lifted once the body is read.
+// refusalDrain is how long a refused request's unread body may still be
+// read (and discarded, at most net/http's 256 KiB) before its connection
+// closes, so that the refusal reaches the client.
+const refusalDrain = time.Second
+
 func limitBody(lim bodyLimits, jsonrpc bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
@@ -160,9 +165,12 @@ func limitBody(lim bodyLimits, jsonrpc bool, next http.Handler) http.Handler {
 		rc := http.NewResponseController(w)
 		refuse := func(status int, grpcStatus, reason, msg string) {
 			w.Header().Set("Connection", "close")
-			// What is left of the body is not waited for: net/http would
-			// otherwise read it, at the client's pace, before closing.
-			_ = rc.SetReadDeadline(time.Now())
+			// What is left of the body is waited for at most refusalDrain:
+			// net/http would otherwise read it at the client's pace before
+			// closing, and closing at once with it unread resets the
+			// connection, which can destroy the answer before the client
+			// reads it (seen under load with a chunked body over the limit).
+			_ = rc.SetReadDeadline(time.Now().Add(refusalDrain))
 			if jsonrpc {
 				code := -32600 // the request is refused as sent
 				if status == http.StatusServiceUnavailable {
