@@ -38,7 +38,8 @@ type optionFunc func(*agentOptions)
 func (f optionFunc) apply(o *agentOptions) { f(o) }
 
 type agentOptions struct {
-	logger *slog.Logger
+	logger    *slog.Logger
+	executors map[string]a2asrv.AgentExecutor // by skill id, for the `go` skills
 }
 
 // WithLogger sets the agent's logger. By default it logs to stderr at the
@@ -149,6 +150,9 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 	if o.logger == nil {
 		o.logger = NewLogger(cfg)
 	}
+	if err := checkExecutors(cfg, o.executors); err != nil {
+		return nil, err
+	}
 	authn, err := newAuthenticator(&cfg.Auth, o.logger)
 	if err != nil {
 		return nil, err
@@ -213,7 +217,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 	if cfg.Store.LeaseTTL != nil {
 		engineOpts = append(engineOpts, tasks.WithLeaseTTL(cfg.Store.LeaseTTL.Duration))
 	}
-	engine, err := tasks.NewEngine(ctx, store, newSkillRouter(cfg, tl, a.del), engineOpts...)
+	engine, err := tasks.NewEngine(ctx, store, newSkillRouter(cfg, tl, a.del, o.executors), engineOpts...)
 	if err != nil {
 		store.Close()
 		if tl != nil {

@@ -167,7 +167,9 @@ type SkillConfig struct {
 	InputModes  []string `yaml:"input_modes"`
 	OutputModes []string `yaml:"output_modes"`
 	// Executor names what performs the skill: "tck" (the A2A test kit's
-	// conformance behaviour) or "mcp" (one MCP tool, named by Tool).
+	// conformance behaviour), "mcp" (one MCP tool, named by Tool),
+	// "delegate" (a verified peer, see Delegate) or "go" (an executor the
+	// program gives New with WithExecutor).
 	Executor string `yaml:"executor"`
 	// Tool is the namespaced MCP tool (server__tool) of an "mcp" skill.
 	Tool string `yaml:"tool"`
@@ -651,7 +653,7 @@ func (c *Config) applyDefaults() {
 }
 
 // executors are the built-in executor kinds a skill may name.
-var executorKinds = []string{"tck", "mcp", "delegate"}
+var executorKinds = []string{"tck", "mcp", "delegate", "go"}
 
 func (c *Config) validate(doc *yaml.Node) error {
 	var errs []error

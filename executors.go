@@ -29,13 +29,9 @@ var (
 	_ tasks.ApprovalReader = (*skillRouter)(nil)
 )
 
-func newSkillRouter(c *Config, t *tools, d *delegating) *skillRouter {
+func newSkillRouter(c *Config, t *tools, d *delegating, goExecs map[string]a2asrv.AgentExecutor) *skillRouter {
 	r := &skillRouter{bySkill: make(map[string]a2asrv.AgentExecutor)}
-	all := c.Skills
-	if c.ExtendedCard != nil {
-		all = append(append([]SkillConfig{}, all...), c.ExtendedCard.Skills...)
-	}
-	for _, s := range all {
+	for _, s := range allSkills(c) {
 		var x a2asrv.AgentExecutor
 		switch s.Executor {
 		case "tck":
@@ -44,6 +40,8 @@ func newSkillRouter(c *Config, t *tools, d *delegating) *skillRouter {
 			x = newToolSkill(s.Tool, t.pipeline, t.manager)
 		case "delegate":
 			x = &delegateSkill{id: s.ID, cfg: s.Delegate, d: d}
+		case "go":
+			x = &goSkill{x: goExecs[s.ID], tools: t}
 		}
 		r.bySkill[s.ID] = x
 		if r.first == "" {

@@ -123,13 +123,7 @@ func (s *toolSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) ite
 			s.mu.Lock()
 			s.pending[ec.TaskID] = prop
 			s.mu.Unlock()
-			msg := a2a.NewMessageForTask(a2a.MessageRoleAgent, ec,
-				a2a.NewTextPart(fmt.Sprintf("Tool %s needs an approval: %s", s.tool, res.Approval.Reason)),
-				a2a.NewDataPart(map[string]any{approvalRequestKey: map[string]any{
-					"tool": res.Approval.Tool, "snapshot_version": res.Approval.SnapshotVersion,
-					"digest": res.Approval.Digest, "token": res.Approval.Token,
-				}}))
-			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, msg), nil)
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, approvalRequestMessage(ec, res.Approval)), nil)
 		default:
 			s.forget(ec.TaskID)
 			reason := string(res.Outcome)
@@ -355,9 +349,26 @@ func approvalData(m *a2a.Message) map[string]any {
 	return nil
 }
 
-// Approval implements [tasks.ApprovalReader]: the decision is the message's
-// approval object, with the members an approval has, in a data part of its own.
+// Approval implements [tasks.ApprovalReader] (see approvalDecision).
 func (s *toolSkill) Approval(_ context.Context, ec *a2asrv.ExecutorContext) *a2a.Message {
+	return approvalDecision(ec)
+}
+
+// approvalRequestMessage is the input-required status message of a call
+// that needs an approval: the reason, and the request an approver answers.
+func approvalRequestMessage(ec *a2asrv.ExecutorContext, req *mcp.ApprovalRequest) *a2a.Message {
+	return a2a.NewMessageForTask(a2a.MessageRoleAgent, ec,
+		a2a.NewTextPart(fmt.Sprintf("Tool %s needs an approval: %s", req.Tool, req.Reason)),
+		a2a.NewDataPart(map[string]any{approvalRequestKey: map[string]any{
+			"tool": req.Tool, "snapshot_version": req.SnapshotVersion,
+			"digest": req.Digest, "token": req.Token,
+		}}))
+}
+
+// approvalDecision is the approval decision ec.Message carries: its
+// approval object, with the members an approval has, in a data part of its
+// own; nil when it carries none.
+func approvalDecision(ec *a2asrv.ExecutorContext) *a2a.Message {
 	a := approvalData(ec.Message)
 	if a == nil {
 		return nil
