@@ -40,7 +40,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(call fuzzn,50000) ./internal/auth
 	go test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(call fuzzn,5000) ./agentcard
 	go test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(call fuzzn,20000) ./agentcard
-	go test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(call fuzzn,20000) ./push
+	go test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(call fuzzn,20000) ./push/webhook
 	go test -run '^$$' -fuzz '^FuzzEnvelope$$' -fuzztime $(call fuzzn,20000) ./delegation
 	go test -run '^$$' -fuzz '^FuzzRecord$$' -fuzztime $(call fuzzn,25000) ./delegation
 	go test -run '^$$' -fuzz '^FuzzParseContract$$' -fuzztime $(call fuzzn,12000) ./acceptance

@@ -60,3 +60,20 @@ func TestImportsGoDownward(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifierImportsNoStore: a webhook owner imports push/webhook alone, so
+// nothing it pulls in may reach the engine or a store library (DESIGN.md).
+func TestVerifierImportsNoStore(t *testing.T) {
+	const pkg = "github.com/handoff-a2a/handoff/push/webhook"
+	out, err := exec.Command("go", "list", "-deps", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, bad := range []string{"go.etcd.io/bbolt", "github.com/redis/go-redis", "github.com/handoff-a2a/handoff/tasks"} {
+			if dep == bad || strings.HasPrefix(dep, bad+"/") {
+				t.Errorf("%s depends on %s: a webhook owner must not pull in the engine or a store", pkg, dep)
+			}
+		}
+	}
+}

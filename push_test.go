@@ -19,10 +19,11 @@ import (
 	"time"
 
 	"github.com/handoff-a2a/handoff/push"
+	"github.com/handoff-a2a/handoff/push/webhook"
 )
 
 // receiver is a real webhook endpoint that verifies every delivery with
-// push.Verifier and records the events it accepted, in order.
+// webhook.Verifier and records the events it accepted, in order.
 type receiver struct {
 	srv    *httptest.Server
 	mu     sync.Mutex
@@ -39,7 +40,7 @@ func newReceiver(t *testing.T, agentURL string, fail int) *receiver {
 	r.srv = httptest.NewUnstartedServer(mux)
 	r.srv.Start()
 	t.Cleanup(r.srv.Close)
-	v := push.NewVerifier(agentURL+"/.well-known/jwks.json", r.srv.URL+"/hook", push.WithToken("tok-123456789"))
+	v := webhook.NewVerifier(agentURL+"/.well-known/jwks.json", r.srv.URL+"/hook", webhook.WithToken("tok-123456789"))
 	mux.Handle("/hook", v.Middleware(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -49,7 +50,7 @@ func newReceiver(t *testing.T, agentURL string, fail int) *receiver {
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return
 		}
-		vd, _ := push.VerifiedFrom(req.Context())
+		vd, _ := webhook.VerifiedFrom(req.Context())
 		if r.ids[vd.DeliveryID] {
 			r.dups++
 		}
@@ -258,7 +259,7 @@ func newAuthRecorder(t *testing.T) *authRecorder {
 		if vs, ok := req.Header["Authorization"]; ok {
 			auth = strings.Join(vs, ",")
 		}
-		r.got[req.URL.Path] = append(r.got[req.URL.Path], [2]string{auth, req.Header.Get(push.HeaderSignature)})
+		r.got[req.URL.Path] = append(r.got[req.URL.Path], [2]string{auth, req.Header.Get(webhook.HeaderSignature)})
 	}))
 	t.Cleanup(r.srv.Close)
 	return r
@@ -338,7 +339,7 @@ func TestPushBearerWithoutCredentials(t *testing.T) {
 		path, want := tc.path, tc.want
 		auth, sig := hooks.first(t, path)
 		if sig == "" {
-			t.Errorf("%s: no %s header", path, push.HeaderSignature)
+			t.Errorf("%s: no %s header", path, webhook.HeaderSignature)
 		}
 		if want == "jwt" {
 			want = "Bearer " + sig

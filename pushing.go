@@ -11,6 +11,7 @@ import (
 
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/push"
+	"github.com/handoff-a2a/handoff/push/webhook"
 	"github.com/handoff-a2a/handoff/tasks"
 )
 
@@ -24,7 +25,7 @@ func pushExtension(jwks string) a2a.AgentExtension {
 	return a2a.AgentExtension{
 		URI:         PushSignatureExtension,
 		Description: "Push notifications carry a JWT in A2A-Push-Signature (and as the bearer token when the config names no authentication, or Bearer without credentials): iss the agent, aud the webhook URL, iat, exp, jti the delivery id, task_id, body_sha256; verify it with the agent's JWKS.",
-		Params:      map[string]any{"header": push.HeaderSignature, "jwks": jwks},
+		Params:      map[string]any{"header": webhook.HeaderSignature, "jwks": jwks},
 	}
 }
 

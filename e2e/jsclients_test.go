@@ -13,17 +13,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-a2a/handoff/push"
+	"github.com/handoff-a2a/handoff/push/webhook"
 )
 
 // a2aJSDir holds the A2A JS SDK client checks: 0.3 (sdk03) and 1.x (sdk1).
 const a2aJSDir = "a2ajs"
 
 // hook is a webhook receiver that verifies every delivery's push JWT with
-// push.Verifier, as a webhook owner would, and records what it accepted.
+// webhook.Verifier, as a webhook owner would, and records what it accepted.
 type hook struct {
 	url      string
-	verifier *push.Verifier
+	verifier *webhook.Verifier
 	mu       sync.Mutex
 	verified map[string][]string // task id → the notification tokens its deliveries carried
 	refused  []string
@@ -36,7 +36,7 @@ func startHook(t *testing.T, agentBase string) *hook {
 		t.Fatal(err)
 	}
 	h := &hook{url: "http://" + ln.Addr().String() + "/hook", verified: map[string][]string{}}
-	h.verifier = push.NewVerifier(agentBase+"/.well-known/jwks.json", h.url)
+	h.verifier = webhook.NewVerifier(agentBase+"/.well-known/jwks.json", h.url)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		v, err := h.verifier.Verify(r.Context(), r.Header, body)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
-	"github.com/handoff-a2a/handoff/push"
+	"github.com/handoff-a2a/handoff/push/webhook"
 )
 
 // TestPushSurvivesKill9: the webhook is down while the agent is killed -9
@@ -51,10 +51,10 @@ type pushReceiver struct {
 func startPushReceiver(t *testing.T, addr, base string, task a2a.TaskID) *pushReceiver {
 	t.Helper()
 	r := &pushReceiver{ids: map[string]int{}, arrive: make(chan struct{}, 64)}
-	v := push.NewVerifier(base+"/.well-known/jwks.json", "http://"+addr+"/hook", push.WithToken("e2e-token-123"))
+	v := webhook.NewVerifier(base+"/.well-known/jwks.json", "http://"+addr+"/hook", webhook.WithToken("e2e-token-123"))
 	mux := http.NewServeMux()
 	mux.Handle("/hook", v.Middleware(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		d, _ := push.VerifiedFrom(req.Context())
+		d, _ := webhook.VerifiedFrom(req.Context())
 		var ev map[string]json.RawMessage
 		_ = json.Unmarshal(d.Body, &ev)
 		r.mu.Lock()

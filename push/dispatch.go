@@ -17,6 +17,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/handoff-a2a/handoff/push/webhook"
 	"github.com/handoff-a2a/handoff/tasks"
 )
 
@@ -374,11 +375,11 @@ func (d *Dispatcher) post(ctx context.Context, pd *tasks.PushDelivery, seq uint6
 		return 0, ReasonFailed, "bad url: " + err.Error(), false
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(HeaderSignature, jwt)
-	req.Header.Set(HeaderDeliveryID, id)
+	req.Header.Set(webhook.HeaderSignature, jwt)
+	req.Header.Set(webhook.HeaderDeliveryID, id)
 	if cfg.Token != "" {
-		req.Header.Set(HeaderToken, cfg.Token)
-		req.Header.Set(HeaderTokenX, cfg.Token)
+		req.Header.Set(webhook.HeaderToken, cfg.Token)
+		req.Header.Set(webhook.HeaderTokenX, cfg.Token)
 	}
 	if auth := authorization(cfg.Auth, jwt); auth != "" {
 		req.Header.Set("Authorization", auth)

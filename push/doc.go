@@ -1,5 +1,6 @@
-// Package push delivers task events to webhooks, signed, and gives webhook
-// owners what they need to check a delivery.
+// Package push delivers task events to webhooks, signed. What a webhook
+// owner needs to check a delivery is in the subpackage [webhook], which
+// imports no store.
 //
 // # Sending
 //
@@ -11,14 +12,11 @@
 // rebinding) or a redirect cannot reach what the first check refused.
 //
 // Every delivery carries a JWT made by a [Signer] with the agent's current
-// card signing key, in the [HeaderSignature] header:
-//
-//	header  {"alg": "EdDSA", "kid": "...", "typ": "JWT"}
-//	claims  {"iss": agent, "aud": webhook URL, "iat", "exp": iat+5m,
-//	         "jti": delivery id, "task_id", "body_sha256": base64url(SHA-256(body))}
-//
-// The config's notification token, when it has one, travels beside it in
-// [HeaderToken] and [HeaderTokenX], and the delivery id in [HeaderDeliveryID].
+// card signing key, in the [webhook.HeaderSignature] header, with the
+// claims [webhook.Claims] beside the registered ones (the package doc of
+// [webhook] shows the whole JWT). The config's notification token, when it
+// has one, travels beside it in [webhook.HeaderToken] and
+// [webhook.HeaderTokenX], and the delivery id in [webhook.HeaderDeliveryID].
 // The JWT is also the bearer token, unless the config's authentication
 // gives its own scheme and credentials.
 //
@@ -30,16 +28,9 @@
 //
 // # Receiving
 //
-// A webhook owner needs no shared secret: a [Verifier] fetches the agent's
-// JWKS (<agent>/.well-known/jwks.json) and checks the signature, the
-// audience, the age, the body hash, the token and that the delivery was not
-// seen before. Its [Verifier.Middleware] wraps any http.Handler:
-//
-//	v := push.NewVerifier("https://agent.example/.well-known/jwks.json",
-//		"https://hooks.example/a2a", push.WithToken(token))
-//	http.Handle("POST /a2a", v.Middleware(handler)) // handler: push.VerifiedFrom(r.Context())
-//
-// "handoff webhook listen" runs exactly this and prints each verified event.
+// A webhook owner imports [webhook] alone: its [webhook.Verifier] checks a
+// delivery against the agent's published JWKS, and "handoff webhook listen"
+// runs it and prints each verified event.
 //
 // # Replicas
 //

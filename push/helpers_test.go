@@ -1,9 +1,6 @@
 package push_test
 
 import (
-	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,8 +14,6 @@ const testTimeout = 10 * time.Second
 
 // t0 is the time the tests sign at and verify at.
 var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-
-func clock(t time.Time) func() time.Time { return func() time.Time { return t } }
 
 // keySet makes a KeySet of one fresh key per kid, all active since before t0.
 func keySet(t testing.TB, alg jose.SignatureAlgorithm, kids ...string) *agentcard.KeySet {
@@ -36,26 +31,4 @@ func keySet(t testing.TB, alg jose.SignatureAlgorithm, kids ...string) *agentcar
 		t.Fatal(err)
 	}
 	return ks
-}
-
-// serveJWKS publishes the public keys of ks as an agent does, and counts the
-// fetches.
-func serveJWKS(t testing.TB, ks *agentcard.KeySet) (url string, fetches *atomic.Int32) {
-	t.Helper()
-	b, err := ks.JWKS(t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fetches = new(atomic.Int32)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/.well-known/jwks.json" {
-			http.NotFound(w, r)
-			return
-		}
-		fetches.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(b)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/.well-known/jwks.json", fetches
 }

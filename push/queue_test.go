@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/handoff-a2a/handoff/push"
+	"github.com/handoff-a2a/handoff/push/webhook"
 	"github.com/handoff-a2a/handoff/tasks"
 )
 
@@ -78,7 +79,7 @@ func newReceiver(t *testing.T) *receiver {
 			return
 		}
 		r.mu.Lock()
-		r.ids = append(r.ids, req.Header.Get(push.HeaderDeliveryID))
+		r.ids = append(r.ids, req.Header.Get(webhook.HeaderDeliveryID))
 		r.mu.Unlock()
 		r.got <- struct{}{}
 	}))

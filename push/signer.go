@@ -4,8 +4,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"time"
 
@@ -13,43 +11,16 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/handoff-a2a/handoff/agentcard"
-)
-
-// Header names of a delivery.
-const (
-	// HeaderSignature carries the delivery's JWT (see [Signer.Sign]).
-	HeaderSignature = "A2A-Push-Signature"
-	// HeaderToken carries the push config's notification token, if it has one.
-	HeaderToken = "A2A-Notification-Token"
-	// HeaderTokenX carries the same token, for SDKs that read this name.
-	HeaderTokenX = "X-A2A-Notification-Token"
-	// HeaderDeliveryID carries the delivery id, the JWT's jti, so a
-	// receiver can drop a delivery it already handled without parsing the JWT.
-	HeaderDeliveryID = "A2A-Push-Delivery-Id"
+	"github.com/handoff-a2a/handoff/push/webhook"
 )
 
 // signatureLifetime is how long a delivery JWT is valid (its exp). A retry
 // is signed again, so this only needs to cover one attempt.
 const signatureLifetime = 5 * time.Minute
 
-// deliveryClaims are the JWT claims of a delivery beside the registered ones.
-type deliveryClaims struct {
-	TaskID     string `json:"task_id"`
-	BodySHA256 string `json:"body_sha256"`
-	// DeliveryID is the same on every attempt of one delivery; the jti is
-	// not, so a receiver refusing replayed jtis still takes a retry.
-	DeliveryID string `json:"delivery_id"`
-}
-
-// bodyHash is the body_sha256 claim of body: unpadded base64url of SHA-256.
-func bodyHash(body []byte) string {
-	sum := sha256.Sum256(body)
-	return base64.RawURLEncoding.EncodeToString(sum[:])
-}
-
 // A Signer signs deliveries with the agent's card signing keys, so a webhook
-// owner checks them against the JWKS the agent already publishes. It is safe
-// for concurrent use.
+// owner checks them against the JWKS the agent already publishes, with a
+// [webhook.Verifier]. It is safe for concurrent use.
 type Signer struct {
 	keys   *agentcard.KeySet
 	issuer string
@@ -84,7 +55,7 @@ func (s *Signer) Sign(aud, taskID, deliveryID string, body []byte, now time.Time
 		Expiry:   jwt.NewNumericDate(now.Add(signatureLifetime)),
 		ID:       deliveryID + "#" + rand.Text(),
 	}
-	tok, err := jwt.Signed(signer).Claims(claims).Claims(deliveryClaims{TaskID: taskID, BodySHA256: bodyHash(body), DeliveryID: deliveryID}).Serialize()
+	tok, err := jwt.Signed(signer).Claims(claims).Claims(webhook.Claims{TaskID: taskID, BodySHA256: webhook.BodyHash(body), DeliveryID: deliveryID}).Serialize()
 	if err != nil {
 		return "", fmt.Errorf("sign delivery %s: %w", deliveryID, err)
 	}

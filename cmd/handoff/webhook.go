@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/handoff-a2a/handoff/push"
+	"github.com/handoff-a2a/handoff/push/webhook"
 )
 
 const webhookListenSynopsis = "listen --agent URL [--addr ADDR] [--path PATH] [--token T] [--audience URL]"
@@ -92,11 +92,11 @@ func runWebhookListen(ctx context.Context, args []string, stdout, stderr io.Writ
 	fmt.Fprintf(stderr, "accepting deliveries signed for %s by the keys at %s\n", *audience, jwksURL)
 
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	opts := []push.VerifierOption{push.WithVerifierLogger(logger)}
+	opts := []webhook.Option{webhook.WithLogger(logger)}
 	if *token != "" {
-		opts = append(opts, push.WithToken(*token))
+		opts = append(opts, webhook.WithToken(*token))
 	}
-	verified := push.NewVerifier(jwksURL, *audience, opts...).Middleware(&eventPrinter{w: stdout})
+	verified := webhook.NewVerifier(jwksURL, *audience, opts...).Middleware(&eventPrinter{w: stdout})
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path != *path {
@@ -146,7 +146,7 @@ type webhookEvent struct {
 }
 
 func (p *eventPrinter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	d, ok := push.VerifiedFrom(r.Context())
+	d, ok := webhook.VerifiedFrom(r.Context())
 	if !ok { // only reachable through the Verifier's middleware
 		http.Error(w, "delivery not verified", http.StatusInternalServerError)
 		return

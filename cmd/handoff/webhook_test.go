@@ -15,6 +15,7 @@ import (
 
 	"github.com/handoff-a2a/handoff/agentcard"
 	"github.com/handoff-a2a/handoff/push"
+	"github.com/handoff-a2a/handoff/push/webhook"
 )
 
 // lineWriter hands each complete line written to it to a channel, so a test
@@ -118,8 +119,8 @@ func TestWebhookListen(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := http.Header{}
-	h.Set(push.HeaderSignature, sig)
-	h.Set(push.HeaderToken, "tok")
+	h.Set(webhook.HeaderSignature, sig)
+	h.Set(webhook.HeaderToken, "tok")
 	if code := postDelivery(t, http.MethodPost, hook, h, body); code != http.StatusNoContent {
 		t.Fatalf("signed delivery: HTTP %d", code)
 	}
@@ -144,9 +145,9 @@ func TestWebhookListen(t *testing.T) {
 		want              int
 		log               string
 	}{
-		{"replay", http.MethodPost, hook, h, http.StatusUnauthorized, push.ErrReplay.Error()},
-		{"unsigned", http.MethodPost, hook, http.Header{"A2a-Notification-Token": {"tok"}}, http.StatusUnauthorized, push.ErrBadSignature.Error()},
-		{"no token", http.MethodPost, hook, http.Header{"A2a-Push-Signature": {sig}}, http.StatusUnauthorized, push.ErrBadToken.Error()},
+		{"replay", http.MethodPost, hook, h, http.StatusUnauthorized, webhook.ErrReplay.Error()},
+		{"unsigned", http.MethodPost, hook, http.Header{"A2a-Notification-Token": {"tok"}}, http.StatusUnauthorized, webhook.ErrBadSignature.Error()},
+		{"no token", http.MethodPost, hook, http.Header{"A2a-Push-Signature": {sig}}, http.StatusUnauthorized, webhook.ErrBadToken.Error()},
 		{"other path", http.MethodPost, "http://" + addr + "/", h, http.StatusNotFound, ""},
 		{"GET", http.MethodGet, hook, h, http.StatusMethodNotAllowed, ""},
 	} {

@@ -1,4 +1,4 @@
-package push_test
+package webhook_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/handoff-a2a/handoff/push"
+	"github.com/handoff-a2a/handoff/push/webhook"
 )
 
 // jwksTransport answers every request with one JWKS, so the fuzz target
@@ -60,11 +61,11 @@ func FuzzVerify(f *testing.F) {
 	client := &http.Client{Transport: jwksTransport(jwks)}
 	f.Fuzz(func(t *testing.T, sig, token string, body []byte) {
 		// A fresh Verifier each time: the replay check would refuse the seeds after the first run.
-		v := push.NewVerifier("https://agent.example/.well-known/jwks.json", hook,
-			push.WithToken("right"), push.WithClock(clock(t0)), push.WithVerifierHTTPClient(client))
+		v := webhook.NewVerifier("https://agent.example/.well-known/jwks.json", hook,
+			webhook.WithToken("right"), webhook.WithClock(clock(t0)), webhook.WithHTTPClient(client))
 		h := http.Header{}
-		h.Set(push.HeaderSignature, sig)
-		h.Set(push.HeaderToken, token)
+		h.Set(webhook.HeaderSignature, sig)
+		h.Set(webhook.HeaderToken, token)
 		got, err := v.Verify(t.Context(), h, body)
 		if err != nil {
 			if got != nil {

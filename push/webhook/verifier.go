@@ -1,4 +1,4 @@
-package push
+package webhook
 
 import (
 	"bytes"
@@ -21,40 +21,6 @@ import (
 	"github.com/handoff-a2a/handoff/internal/auth"
 )
 
-// Refusals of [Verifier.Verify]. The error wraps exactly one of these, so
-// callers branch with [errors.Is]; its message adds the detail, which is
-// safe to log but meant for the webhook owner, not for the sender.
-var (
-	// ErrBadSignature: no signature header, not a JWT, an algorithm that is
-	// not asymmetric, a typ other than "JWT", a signature that does not
-	// verify, or signed claims that lack jti or task_id.
-	ErrBadSignature = errors.New("bad push signature")
-	// ErrUnknownKey: the agent's JWKS has no key with the JWT's kid.
-	ErrUnknownKey = errors.New("push signing key unknown")
-	// ErrWrongAudience: the JWT is for another webhook URL.
-	ErrWrongAudience = errors.New("push signature for another audience")
-	// ErrWrongIssuer: [WithIssuer] is set and the JWT's iss differs.
-	ErrWrongIssuer = errors.New("push signature from another issuer")
-	// ErrStale: iat is missing, older than the max age, or ahead of the
-	// clock by more than the skew; or exp has passed.
-	ErrStale = errors.New("push signature stale")
-	// ErrBodyMismatch: the body is not the one the JWT's body_sha256 names.
-	ErrBodyMismatch = errors.New("body does not match push signature")
-	// ErrBadToken: [WithToken] is set and neither token header matches it.
-	ErrBadToken = errors.New("bad notification token")
-	// ErrReplay: a delivery with this jti has already been accepted.
-	ErrReplay = errors.New("push delivery replayed")
-	// ErrJWKSUnavailable: the agent's JWKS could not be fetched. Unlike the
-	// refusals above, it may pass on a retry.
-	ErrJWKSUnavailable = errors.New("agent jwks unavailable")
-)
-
-// refusals are the sentinels a Verify error wraps, for [publicReason].
-var refusals = []error{
-	ErrBadSignature, ErrUnknownKey, ErrWrongAudience, ErrWrongIssuer, ErrStale,
-	ErrBodyMismatch, ErrBadToken, ErrReplay, ErrJWKSUnavailable,
-}
-
 const (
 	// clockSkew is how far iat may be ahead of the verifier's clock, and exp
 	// behind it.
@@ -72,68 +38,6 @@ const (
 // the public JWKS can never serve as an HMAC secret.
 var signatureAlgorithms = []jose.SignatureAlgorithm{jose.EdDSA, jose.ES256, jose.ES384, jose.RS256, jose.PS256}
 
-// A VerifierOption configures a [Verifier].
-type VerifierOption interface{ applyVerifier(*verifierConfig) }
-
-type verifierOptionFunc func(*verifierConfig)
-
-func (f verifierOptionFunc) applyVerifier(c *verifierConfig) { f(c) }
-
-type verifierConfig struct {
-	token  string
-	issuer string
-	maxAge time.Duration
-	client *http.Client
-	now    func() time.Time
-	logger *slog.Logger
-}
-
-// WithToken also requires the push config's notification token, in
-// [HeaderToken] or, when that is absent, [HeaderTokenX]. By default no token
-// is required. The token is not covered by the signature; it tells apart
-// configs that share one webhook.
-func WithToken(t string) VerifierOption {
-	return verifierOptionFunc(func(c *verifierConfig) { c.token = t })
-}
-
-// WithIssuer also requires the JWT's iss to be iss, the agent's card URL or
-// base URL as the agent signs it. By default iss is not checked: the JWKS
-// already names the agent.
-func WithIssuer(iss string) VerifierOption {
-	return verifierOptionFunc(func(c *verifierConfig) { c.issuer = iss })
-}
-
-// WithMaxAge sets how old a delivery's iat may be; the default is 5 minutes,
-// the lifetime of the agent's signatures. An iat ahead of the clock by more
-// than one minute is refused whatever the max age. Values <= 0 keep the
-// default.
-func WithMaxAge(d time.Duration) VerifierOption {
-	return verifierOptionFunc(func(c *verifierConfig) {
-		if d > 0 {
-			c.maxAge = d
-		}
-	})
-}
-
-// WithVerifierHTTPClient sets the client that fetches the JWKS. By default it
-// is a client with a 5 second timeout.
-func WithVerifierHTTPClient(hc *http.Client) VerifierOption {
-	return verifierOptionFunc(func(c *verifierConfig) { c.client = hc })
-}
-
-// WithClock sets the clock iat and exp are checked against; the default is
-// time.Now.
-func WithClock(now func() time.Time) VerifierOption {
-	return verifierOptionFunc(func(c *verifierConfig) { c.now = now })
-}
-
-// WithVerifierLogger makes [Verifier.Middleware] log each refused delivery
-// once, at level Warn, with its reason and remote address. By default
-// refusals are not logged.
-func WithVerifierLogger(l *slog.Logger) VerifierOption {
-	return verifierOptionFunc(func(c *verifierConfig) { c.logger = l })
-}
-
 // Verified is a delivery that passed [Verifier.Verify].
 type Verified struct {
 	// TaskID is the task_id claim: the task the event belongs to.
@@ -148,12 +52,13 @@ type Verified struct {
 	Body []byte
 }
 
-// A Verifier checks deliveries signed by one agent's [Signer], for the owner
-// of a webhook: no shared secret, only the agent's published JWKS. It is
-// safe for concurrent use.
+// A Verifier checks deliveries signed by one agent's
+// [github.com/handoff-a2a/handoff/push.Signer], for the owner of a webhook:
+// no shared secret, only the agent's published JWKS. It is safe for
+// concurrent use.
 type Verifier struct {
 	audience string
-	cfg      verifierConfig
+	cfg      config
 	keys     *auth.RemoteKeys
 	seen     replayCache
 }
@@ -164,15 +69,15 @@ type Verifier struct {
 // for 5 minutes, and fetched again for an unknown kid at most every 30
 // seconds, so a rotated key is picked up and a flood of forged kids costs
 // the agent nothing.
-func NewVerifier(jwksURL, audience string, opts ...VerifierOption) *Verifier {
-	cfg := verifierConfig{
+func NewVerifier(jwksURL, audience string, opts ...Option) *Verifier {
+	cfg := config{
 		maxAge: defaultMaxAge,
 		client: &http.Client{Timeout: 5 * time.Second},
 		now:    time.Now,
 		logger: slog.New(slog.DiscardHandler),
 	}
 	for _, o := range opts {
-		o.applyVerifier(&cfg)
+		o.apply(&cfg)
 	}
 	keys := auth.NewRemoteKeys(jwksURL)
 	keys.Client = cfg.client
@@ -214,7 +119,7 @@ func (v *Verifier) Verify(ctx context.Context, h http.Header, body []byte) (*Ver
 		return nil, fmt.Errorf("%w: key %q is for use %q", ErrBadSignature, hdr.KeyID, key.Use)
 	}
 	var std jwt.Claims
-	var own deliveryClaims
+	var own Claims
 	if err := tok.Claims(key, &std, &own); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadSignature, err)
 	}
@@ -240,7 +145,7 @@ func (v *Verifier) Verify(ctx context.Context, h http.Header, body []byte) (*Ver
 	case std.Expiry != nil && now.After(std.Expiry.Time().Add(clockSkew)):
 		return nil, fmt.Errorf("%w: expired at %s", ErrStale, std.Expiry.Time().Format(time.RFC3339))
 	}
-	if own.BodySHA256 != bodyHash(body) {
+	if own.BodySHA256 != BodyHash(body) {
 		return nil, fmt.Errorf("%w: delivery %s", ErrBodyMismatch, std.ID)
 	}
 	if v.cfg.token != "" {

@@ -1,4 +1,4 @@
-package push_test
+package webhook_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/handoff-a2a/handoff/push"
+	"github.com/handoff-a2a/handoff/push/webhook"
 )
 
 const hook = "https://hooks.example/a2a"
@@ -31,8 +32,8 @@ func delivery(t testing.TB, s *push.Signer, aud, deliveryID string, body []byte,
 		t.Fatal(err)
 	}
 	h := http.Header{}
-	h.Set(push.HeaderSignature, tok)
-	h.Set(push.HeaderDeliveryID, deliveryID)
+	h.Set(webhook.HeaderSignature, tok)
+	h.Set(webhook.HeaderDeliveryID, deliveryID)
 	return h
 }
 
@@ -64,7 +65,7 @@ func TestVerifyRoundTrip(t *testing.T) {
 		t.Run(string(alg), func(t *testing.T) {
 			ks := keySet(t, alg, "k1")
 			jwks, _ := serveJWKS(t, ks)
-			v := push.NewVerifier(jwks, hook, push.WithClock(clock(t0.Add(time.Minute))), push.WithIssuer("https://agent.example/"))
+			v := webhook.NewVerifier(jwks, hook, webhook.WithClock(clock(t0.Add(time.Minute))), webhook.WithIssuer("https://agent.example/"))
 			h := delivery(t, push.NewSigner(ks, "https://agent.example/"), hook, "d1", event, t0)
 			got, err := v.Verify(t.Context(), h, event)
 			if err != nil {
@@ -99,33 +100,33 @@ func TestVerifyRefusals(t *testing.T) {
 		name string
 		h    http.Header
 		body []byte
-		opts []push.VerifierOption
+		opts []webhook.Option
 		want error
 	}{
-		{"no signature", http.Header{}, event, nil, push.ErrBadSignature},
-		{"not a JWT", with(good, push.HeaderSignature, "a.b.c"), event, nil, push.ErrBadSignature},
-		{"tampered signature", with(good, push.HeaderSignature, good.Get(push.HeaderSignature)[:len(good.Get(push.HeaderSignature))-4]+"AAAA"), event, nil, push.ErrBadSignature},
-		{"same kid, other key", delivery(t, impostor, hook, "d1", event, t0), event, nil, push.ErrBadSignature},
-		{"HS256 with the public key as secret", with(good, push.HeaderSignature, rawJWT(t, jose.HS256, []byte(strings.Repeat("k", 32)), "JWT", claims, own)), event, nil, push.ErrBadSignature},
-		{"typ JOSE", with(good, push.HeaderSignature, rawJWT(t, jose.EdDSA, key, "JOSE", claims, own)), event, nil, push.ErrBadSignature},
-		{"no jti", with(good, push.HeaderSignature, rawJWT(t, jose.EdDSA, key, "JWT", jwt.Claims{Audience: jwt.Audience{hook}, IssuedAt: jwt.NewNumericDate(t0)}, own)), event, nil, push.ErrBadSignature},
-		{"no iat", with(good, push.HeaderSignature, rawJWT(t, jose.EdDSA, key, "JWT", jwt.Claims{Audience: jwt.Audience{hook}, ID: "d1"}, own)), event, nil, push.ErrStale},
-		{"unknown kid", delivery(t, stranger, hook, "d1", event, t0), event, nil, push.ErrUnknownKey},
-		{"changed body", good, []byte(`{"statusUpdate":{"taskId":"t2"}}`), nil, push.ErrBodyMismatch},
-		{"empty body", good, nil, nil, push.ErrBodyMismatch},
-		{"wrong audience", delivery(t, signer, "https://evil.example/a2a", "d1", event, t0), event, nil, push.ErrWrongAudience},
-		{"audience path differs", delivery(t, signer, hook+"/", "d1", event, t0), event, nil, push.ErrWrongAudience},
-		{"wrong issuer", good, event, []push.VerifierOption{push.WithIssuer("https://other.example/")}, push.ErrWrongIssuer},
-		{"old iat", delivery(t, signer, hook, "d1", event, t0.Add(-5*time.Minute-time.Second)), event, nil, push.ErrStale},
-		{"old iat, shorter max age", delivery(t, signer, hook, "d1", event, t0.Add(-time.Minute)), event, []push.VerifierOption{push.WithMaxAge(30 * time.Second)}, push.ErrStale},
-		{"iat ahead", delivery(t, signer, hook, "d1", event, t0.Add(time.Minute+time.Second)), event, nil, push.ErrStale},
-		{"expired", with(good, push.HeaderSignature, rawJWT(t, jose.EdDSA, key, "JWT", jwt.Claims{Audience: jwt.Audience{hook}, IssuedAt: jwt.NewNumericDate(t0), Expiry: jwt.NewNumericDate(t0.Add(-2 * time.Minute)), ID: "d1"}, own)), event, nil, push.ErrStale},
-		{"no token", good, event, []push.VerifierOption{push.WithToken("right")}, push.ErrBadToken},
-		{"wrong token", with(good, push.HeaderToken, "wrong"), event, []push.VerifierOption{push.WithToken("right")}, push.ErrBadToken},
-		{"wrong token wins over the X header", with(with(good, push.HeaderToken, "wrong"), push.HeaderTokenX, "right"), event, []push.VerifierOption{push.WithToken("right")}, push.ErrBadToken},
+		{"no signature", http.Header{}, event, nil, webhook.ErrBadSignature},
+		{"not a JWT", with(good, webhook.HeaderSignature, "a.b.c"), event, nil, webhook.ErrBadSignature},
+		{"tampered signature", with(good, webhook.HeaderSignature, good.Get(webhook.HeaderSignature)[:len(good.Get(webhook.HeaderSignature))-4]+"AAAA"), event, nil, webhook.ErrBadSignature},
+		{"same kid, other key", delivery(t, impostor, hook, "d1", event, t0), event, nil, webhook.ErrBadSignature},
+		{"HS256 with the public key as secret", with(good, webhook.HeaderSignature, rawJWT(t, jose.HS256, []byte(strings.Repeat("k", 32)), "JWT", claims, own)), event, nil, webhook.ErrBadSignature},
+		{"typ JOSE", with(good, webhook.HeaderSignature, rawJWT(t, jose.EdDSA, key, "JOSE", claims, own)), event, nil, webhook.ErrBadSignature},
+		{"no jti", with(good, webhook.HeaderSignature, rawJWT(t, jose.EdDSA, key, "JWT", jwt.Claims{Audience: jwt.Audience{hook}, IssuedAt: jwt.NewNumericDate(t0)}, own)), event, nil, webhook.ErrBadSignature},
+		{"no iat", with(good, webhook.HeaderSignature, rawJWT(t, jose.EdDSA, key, "JWT", jwt.Claims{Audience: jwt.Audience{hook}, ID: "d1"}, own)), event, nil, webhook.ErrStale},
+		{"unknown kid", delivery(t, stranger, hook, "d1", event, t0), event, nil, webhook.ErrUnknownKey},
+		{"changed body", good, []byte(`{"statusUpdate":{"taskId":"t2"}}`), nil, webhook.ErrBodyMismatch},
+		{"empty body", good, nil, nil, webhook.ErrBodyMismatch},
+		{"wrong audience", delivery(t, signer, "https://evil.example/a2a", "d1", event, t0), event, nil, webhook.ErrWrongAudience},
+		{"audience path differs", delivery(t, signer, hook+"/", "d1", event, t0), event, nil, webhook.ErrWrongAudience},
+		{"wrong issuer", good, event, []webhook.Option{webhook.WithIssuer("https://other.example/")}, webhook.ErrWrongIssuer},
+		{"old iat", delivery(t, signer, hook, "d1", event, t0.Add(-5*time.Minute-time.Second)), event, nil, webhook.ErrStale},
+		{"old iat, shorter max age", delivery(t, signer, hook, "d1", event, t0.Add(-time.Minute)), event, []webhook.Option{webhook.WithMaxAge(30 * time.Second)}, webhook.ErrStale},
+		{"iat ahead", delivery(t, signer, hook, "d1", event, t0.Add(time.Minute+time.Second)), event, nil, webhook.ErrStale},
+		{"expired", with(good, webhook.HeaderSignature, rawJWT(t, jose.EdDSA, key, "JWT", jwt.Claims{Audience: jwt.Audience{hook}, IssuedAt: jwt.NewNumericDate(t0), Expiry: jwt.NewNumericDate(t0.Add(-2 * time.Minute)), ID: "d1"}, own)), event, nil, webhook.ErrStale},
+		{"no token", good, event, []webhook.Option{webhook.WithToken("right")}, webhook.ErrBadToken},
+		{"wrong token", with(good, webhook.HeaderToken, "wrong"), event, []webhook.Option{webhook.WithToken("right")}, webhook.ErrBadToken},
+		{"wrong token wins over the X header", with(with(good, webhook.HeaderToken, "wrong"), webhook.HeaderTokenX, "right"), event, []webhook.Option{webhook.WithToken("right")}, webhook.ErrBadToken},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := push.NewVerifier(jwks, hook, append([]push.VerifierOption{push.WithClock(clock(t0))}, tc.opts...)...)
+			v := webhook.NewVerifier(jwks, hook, append([]webhook.Option{webhook.WithClock(clock(t0))}, tc.opts...)...)
 			got, err := v.Verify(t.Context(), tc.h, tc.body)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("got %+v, %v; want %v", got, err, tc.want)
@@ -141,21 +142,21 @@ func TestVerifyAccepts(t *testing.T) {
 	for _, tc := range []struct {
 		name, aud, want string
 		h               func(http.Header)
-		opts            []push.VerifierOption
+		opts            []webhook.Option
 	}{
 		{"audience without a path", "http://127.0.0.1:9000", "http://127.0.0.1:9000/", nil, nil},
 		{"audience case and default port", "https://Hooks.Example:443/a2a", hook, nil, nil},
-		{"token", hook, hook, func(h http.Header) { h.Set(push.HeaderToken, "right") }, []push.VerifierOption{push.WithToken("right")}},
-		{"token in the X header", hook, hook, func(h http.Header) { h.Set(push.HeaderTokenX, "right") }, []push.VerifierOption{push.WithToken("right")}},
-		{"iat 5 minutes old", hook, hook, nil, []push.VerifierOption{push.WithClock(clock(t0.Add(5 * time.Minute)))}},
-		{"iat within the skew", hook, hook, nil, []push.VerifierOption{push.WithClock(clock(t0.Add(-time.Minute)))}},
+		{"token", hook, hook, func(h http.Header) { h.Set(webhook.HeaderToken, "right") }, []webhook.Option{webhook.WithToken("right")}},
+		{"token in the X header", hook, hook, func(h http.Header) { h.Set(webhook.HeaderTokenX, "right") }, []webhook.Option{webhook.WithToken("right")}},
+		{"iat 5 minutes old", hook, hook, nil, []webhook.Option{webhook.WithClock(clock(t0.Add(5 * time.Minute)))}},
+		{"iat within the skew", hook, hook, nil, []webhook.Option{webhook.WithClock(clock(t0.Add(-time.Minute)))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := delivery(t, signer, tc.aud, "d1", event, t0)
 			if tc.h != nil {
 				tc.h(h)
 			}
-			v := push.NewVerifier(jwks, tc.want, append([]push.VerifierOption{push.WithClock(clock(t0))}, tc.opts...)...)
+			v := webhook.NewVerifier(jwks, tc.want, append([]webhook.Option{webhook.WithClock(clock(t0))}, tc.opts...)...)
 			if _, err := v.Verify(t.Context(), h, event); err != nil {
 				t.Fatal(err)
 			}
@@ -168,12 +169,12 @@ func TestVerifyRefusesReplay(t *testing.T) {
 	jwks, _ := serveJWKS(t, ks)
 	signer := push.NewSigner(ks, "")
 	now := t0
-	v := push.NewVerifier(jwks, hook, push.WithClock(func() time.Time { return now }))
+	v := webhook.NewVerifier(jwks, hook, webhook.WithClock(func() time.Time { return now }))
 	h := delivery(t, signer, hook, "d1", event, t0)
 	if _, err := v.Verify(t.Context(), h, event); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.Verify(t.Context(), h, event); !errors.Is(err, push.ErrReplay) {
+	if _, err := v.Verify(t.Context(), h, event); !errors.Is(err, webhook.ErrReplay) {
 		t.Fatalf("same delivery again: %v", err)
 	}
 	// A new attempt of the same delivery (its answer was lost) has its own
@@ -186,7 +187,7 @@ func TestVerifyRefusesReplay(t *testing.T) {
 	}
 	// Once d1's first signature is stale, a replay of it is refused as stale.
 	now = t0.Add(7 * time.Minute)
-	if _, err := v.Verify(t.Context(), h, event); !errors.Is(err, push.ErrStale) {
+	if _, err := v.Verify(t.Context(), h, event); !errors.Is(err, webhook.ErrStale) {
 		t.Fatalf("old replay: %v", err)
 	}
 
@@ -195,7 +196,7 @@ func TestVerifyRefusesReplay(t *testing.T) {
 func TestVerifyConcurrentReplayAcceptsOne(t *testing.T) {
 	ks := keySet(t, jose.EdDSA, "k1")
 	jwks, _ := serveJWKS(t, ks)
-	v := push.NewVerifier(jwks, hook, push.WithClock(clock(t0)))
+	v := webhook.NewVerifier(jwks, hook, webhook.WithClock(clock(t0)))
 	h := delivery(t, push.NewSigner(ks, ""), hook, "d1", event, t0)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -206,7 +207,7 @@ func TestVerifyConcurrentReplayAcceptsOne(t *testing.T) {
 				mu.Lock()
 				accepted++
 				mu.Unlock()
-			} else if !errors.Is(err, push.ErrReplay) {
+			} else if !errors.Is(err, webhook.ErrReplay) {
 				t.Error(err)
 			}
 		})
@@ -221,14 +222,14 @@ func TestVerifyConcurrentReplayAcceptsOne(t *testing.T) {
 func TestVerifyJWKSFetches(t *testing.T) {
 	ks := keySet(t, jose.EdDSA, "k1")
 	jwks, fetches := serveJWKS(t, ks)
-	v := push.NewVerifier(jwks, hook, push.WithClock(clock(t0)))
+	v := webhook.NewVerifier(jwks, hook, webhook.WithClock(clock(t0)))
 	if _, err := v.Verify(t.Context(), delivery(t, push.NewSigner(ks, ""), hook, "d1", event, t0), event); err != nil {
 		t.Fatal(err)
 	}
 	stranger := push.NewSigner(keySet(t, jose.EdDSA, "k2"), "")
 	for i := range 5 {
 		_, err := v.Verify(t.Context(), delivery(t, stranger, hook, "x", event, t0), event)
-		if !errors.Is(err, push.ErrUnknownKey) {
+		if !errors.Is(err, webhook.ErrUnknownKey) {
 			t.Fatalf("attempt %d: %v", i, err)
 		}
 	}
@@ -243,25 +244,25 @@ func TestVerifyJWKSUnavailable(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	ks := keySet(t, jose.EdDSA, "k1")
-	v := push.NewVerifier(srv.URL, hook, push.WithClock(clock(t0)), push.WithVerifierHTTPClient(srv.Client()))
+	v := webhook.NewVerifier(srv.URL, hook, webhook.WithClock(clock(t0)), webhook.WithHTTPClient(srv.Client()))
 	_, err := v.Verify(t.Context(), delivery(t, push.NewSigner(ks, ""), hook, "d1", event, t0), event)
-	if !errors.Is(err, push.ErrJWKSUnavailable) {
+	if !errors.Is(err, webhook.ErrJWKSUnavailable) {
 		t.Fatalf("got %v", err)
 	}
 }
 
-// webhook serves v.Middleware around a handler that answers status and
+// receiver serves v.Middleware around a handler that answers status and
 // records what it saw.
-type webhook struct {
+type receiver struct {
 	mu     sync.Mutex
 	bodies [][]byte
-	seen   []*push.Verified
+	seen   []*webhook.Verified
 	status int
 }
 
-func (wh *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (wh *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
-	d, ok := push.VerifiedFrom(r.Context())
+	d, ok := webhook.VerifiedFrom(r.Context())
 	wh.mu.Lock()
 	defer wh.mu.Unlock()
 	if err != nil || !ok {
@@ -273,13 +274,13 @@ func (wh *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(wh.status)
 }
 
-func (wh *webhook) setStatus(s int) {
+func (wh *receiver) setStatus(s int) {
 	wh.mu.Lock()
 	defer wh.mu.Unlock()
 	wh.status = s
 }
 
-func (wh *webhook) calls() int {
+func (wh *receiver) calls() int {
 	wh.mu.Lock()
 	defer wh.mu.Unlock()
 	return len(wh.seen)
@@ -309,7 +310,7 @@ func serveWebhook(t *testing.T, jwks string, wh http.Handler) string {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
 	url := "http://" + srv.Listener.Addr().String() + "/hook"
-	srv.Config.Handler = push.NewVerifier(jwks, url, push.WithClock(clock(t0))).Middleware(wh)
+	srv.Config.Handler = webhook.NewVerifier(jwks, url, webhook.WithClock(clock(t0))).Middleware(wh)
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return url
@@ -318,13 +319,13 @@ func serveWebhook(t *testing.T, jwks string, wh http.Handler) string {
 func TestMiddleware(t *testing.T) {
 	ks := keySet(t, jose.EdDSA, "k1")
 	jwks, _ := serveJWKS(t, ks)
-	wh := &webhook{status: http.StatusNoContent}
+	wh := &receiver{status: http.StatusNoContent}
 	url := serveWebhook(t, jwks, wh)
 	h := delivery(t, push.NewSigner(ks, ""), url, "d1", event, t0)
-	if code, msg := post(t, url, http.Header{}, event); code != http.StatusUnauthorized || msg != push.ErrBadSignature.Error() {
+	if code, msg := post(t, url, http.Header{}, event); code != http.StatusUnauthorized || msg != webhook.ErrBadSignature.Error() {
 		t.Fatalf("unsigned: %d %q", code, msg)
 	}
-	if code, msg := post(t, url, h, []byte(`{}`)); code != http.StatusUnauthorized || msg != push.ErrBodyMismatch.Error() {
+	if code, msg := post(t, url, h, []byte(`{}`)); code != http.StatusUnauthorized || msg != webhook.ErrBodyMismatch.Error() {
 		t.Fatalf("changed body: %d %q", code, msg)
 	}
 	if wh.calls() != 0 {
@@ -345,7 +346,7 @@ func TestMiddleware(t *testing.T) {
 func TestMiddlewareForgetsFailedDeliveries(t *testing.T) {
 	ks := keySet(t, jose.EdDSA, "k1")
 	jwks, _ := serveJWKS(t, ks)
-	wh := &webhook{status: http.StatusServiceUnavailable}
+	wh := &receiver{status: http.StatusServiceUnavailable}
 	url := serveWebhook(t, jwks, wh)
 	h := delivery(t, push.NewSigner(ks, ""), url, "d1", event, t0)
 	if code, _ := post(t, url, h, event); code != http.StatusServiceUnavailable {
@@ -355,7 +356,7 @@ func TestMiddlewareForgetsFailedDeliveries(t *testing.T) {
 	if code, msg := post(t, url, h, event); code != http.StatusOK {
 		t.Fatalf("retry: %d %q", code, msg)
 	}
-	if code, msg := post(t, url, h, event); code != http.StatusUnauthorized || msg != push.ErrReplay.Error() {
+	if code, msg := post(t, url, h, event); code != http.StatusUnauthorized || msg != webhook.ErrReplay.Error() {
 		t.Fatalf("replay: %d %q", code, msg)
 	}
 	if wh.calls() != 2 {
@@ -366,8 +367,8 @@ func TestMiddlewareForgetsFailedDeliveries(t *testing.T) {
 func TestMiddlewareLimitsBody(t *testing.T) {
 	ks := keySet(t, jose.EdDSA, "k1")
 	jwks, fetches := serveJWKS(t, ks)
-	wh := &webhook{status: http.StatusOK}
-	srv := httptest.NewServer(push.NewVerifier(jwks, hook).Middleware(wh))
+	wh := &receiver{status: http.StatusOK}
+	srv := httptest.NewServer(webhook.NewVerifier(jwks, hook).Middleware(wh))
 	t.Cleanup(srv.Close)
 	if code, _ := post(t, srv.URL, http.Header{}, bytes.Repeat([]byte("x"), 4<<20+1)); code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("status %d", code)
