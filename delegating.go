@@ -145,6 +145,41 @@ type delegateSkill struct {
 	id  string
 	cfg *DelegateConfig
 	d   *delegating
+	// key names the delegation when it is one of several in its task (a Go
+	// executor's, see Delegate): its idempotency key, its index entry and
+	// its ledger id. Empty: the task's id, the one delegation of its task.
+	key string
+}
+
+// delegationID is the delegation's id: its key, or its task's id.
+func (s *delegateSkill) delegationID(ec *a2asrv.ExecutorContext) string {
+	if s.key != "" {
+		return s.key
+	}
+	return string(ec.TaskID)
+}
+
+// findPeer returns a verified peer offering the skill's peer skill,
+// refreshing the directory once when none does yet.
+func (s *delegateSkill) findPeer(ctx context.Context) (delegation.PeerStatus, bool) {
+	peer, ok := s.d.peers.ForSkill(s.cfg.Skill, s.cfg.Tags...)
+	if !ok { // a peer may have been refreshed since: look once more
+		_ = s.d.peers.Refresh(ctx)
+		peer, ok = s.d.peers.ForSkill(s.cfg.Skill, s.cfg.Tags...)
+	}
+	return peer, ok
+}
+
+// newRecord is the record of a delegation to peer, before anything is sent.
+func (s *delegateSkill) newRecord(ec *a2asrv.ExecutorContext, peer delegation.PeerStatus) *delegation.Record {
+	timeout := 5 * time.Minute
+	if s.cfg.Timeout != nil {
+		timeout = s.cfg.Timeout.Duration
+	}
+	// The key is the delegation's id: a restart (or a Go executor run
+	// again) that re-sends finds the peer's task.
+	return &delegation.Record{Peer: peer.Name, CardDigest: peer.CardDigest, IdempotencyKey: s.delegationID(ec),
+		Deadline: time.Now().Add(timeout).UTC()}
 }
 
 var (
@@ -166,23 +201,13 @@ func (s *delegateSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext)
 		if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
 			return
 		}
-		peer, ok := s.d.peers.ForSkill(s.cfg.Skill, s.cfg.Tags...)
-		if !ok { // a peer may have been refreshed since: look once more
-			_ = s.d.peers.Refresh(ctx)
-			peer, ok = s.d.peers.ForSkill(s.cfg.Skill, s.cfg.Tags...)
-		}
+		peer, ok := s.findPeer(ctx)
 		if !ok {
 			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec,
 				fmt.Sprintf("No verified peer offers skill %s; see handoff peers.", s.cfg.Skill))), nil)
 			return
 		}
-		timeout := 5 * time.Minute
-		if s.cfg.Timeout != nil {
-			timeout = s.cfg.Timeout.Duration
-		}
-		// The key is our task's id: a restart that re-sends finds the peer's task.
-		rec := &delegation.Record{Peer: peer.Name, CardDigest: peer.CardDigest, IdempotencyKey: string(ec.TaskID),
-			Deadline: time.Now().Add(timeout).UTC()}
+		rec := s.newRecord(ec, peer)
 		// Stored before anything is sent, so a restart knows what it may have sent.
 		if !s.track(ctx, ec, rec, yield, fmt.Sprintf("Delegating to %s.", peer.Name)) {
 			return
@@ -281,7 +306,7 @@ func (s *delegateSkill) track(ctx context.Context, ec *a2asrv.ExecutorContext, r
 }
 
 func (s *delegateSkill) index(ec *a2asrv.ExecutorContext, rec *delegation.Record) *acceptance.Delegation {
-	return &acceptance.Delegation{TaskID: string(ec.TaskID), Skill: s.id, Peer: rec.Peer, RemoteTaskID: rec.RemoteTaskID,
+	return &acceptance.Delegation{TaskID: s.delegationID(ec), Skill: s.id, Peer: rec.Peer, RemoteTaskID: rec.RemoteTaskID,
 		RemoteState: rec.RemoteState, Outcome: rec.Outcome, Reason: rec.Reason, Updated: time.Now().UTC()}
 }
 
@@ -612,7 +637,7 @@ func (s *delegateSkill) decide(ctx context.Context, ec *a2asrv.ExecutorContext, 
 		reverify = *s.cfg.Reverify
 	}
 	for attempt := rec.GateAttempts; ; attempt++ {
-		decision, err := s.d.gate.Decide(ctx, s.id, acceptance.Completion{DelegationID: string(ec.TaskID),
+		decision, err := s.d.gate.Decide(ctx, s.id, acceptance.Completion{DelegationID: s.delegationID(ec),
 			RemoteState: final.Status.State, RemoteMessage: messageText(final.Status.Message),
 			Artifacts: final.Artifacts, Attempt: attempt, Digests: digests})
 		if err != nil {
@@ -702,7 +727,8 @@ func (a *Agent) delegationsList(w http.ResponseWriter, r *http.Request) {
 			out = append(out, d)
 			continue
 		}
-		o, err := a.store.OwnerOf(r.Context(), a2a.TaskID(d.TaskID))
+		task, _, _ := strings.Cut(d.TaskID, delegationKeySep) // a Go executor's delegation names its task first
+		o, err := a.store.OwnerOf(r.Context(), a2a.TaskID(task))
 		if err == nil && o.Principal == want.Principal && (want.Tenant == "" || o.Tenant == want.Tenant) {
 			out = append(out, d)
 		}

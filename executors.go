@@ -31,6 +31,12 @@ var (
 
 func newSkillRouter(c *Config, t *tools, d *delegating, goExecs map[string]a2asrv.AgentExecutor) *skillRouter {
 	r := &skillRouter{bySkill: make(map[string]a2asrv.AgentExecutor)}
+	delegates := map[string]*DelegateConfig{}
+	for _, s := range allSkills(c) {
+		if s.Executor == "delegate" {
+			delegates[s.ID] = s.Delegate
+		}
+	}
 	for _, s := range allSkills(c) {
 		var x a2asrv.AgentExecutor
 		switch s.Executor {
@@ -41,7 +47,7 @@ func newSkillRouter(c *Config, t *tools, d *delegating, goExecs map[string]a2asr
 		case "delegate":
 			x = &delegateSkill{id: s.ID, cfg: s.Delegate, d: d}
 		case "go":
-			x = &goSkill{x: goExecs[s.ID], tools: t}
+			x = &goSkill{x: goExecs[s.ID], tools: t, d: d, delegates: delegates}
 		}
 		r.bySkill[s.ID] = x
 		if r.first == "" {

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
+	"github.com/handoff-a2a/handoff/acceptance"
 	"github.com/handoff-a2a/handoff/mcp"
 	"github.com/handoff-a2a/handoff/tasks"
 )
@@ -64,8 +66,10 @@ func allSkills(c *Config) []SkillConfig {
 // goSkill runs a program's own executor, giving it the governed tool
 // pipeline through its context (see [Tools]).
 type goSkill struct {
-	x     a2asrv.AgentExecutor
-	tools *tools // nil without mcp_servers
+	x         a2asrv.AgentExecutor
+	tools     *tools                     // nil without mcp_servers
+	d         *delegating                // nil without peers
+	delegates map[string]*DelegateConfig // the agent's delegate skills, by id
 }
 
 var (
@@ -86,7 +90,22 @@ func (g *goSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 			ts.pipeline, ts.manager = g.tools.pipeline, g.tools.manager
 		}
 		started := ec.StoredTask != nil
-		for ev, err := range g.x.Execute(withToolSet(ctx, ts), ec) {
+		caps := &taskCaps{tools: ts, ec: ec, d: g.d, delegates: g.delegates}
+		// A delegation's progress and records go into this task's log, in
+		// order with the executor's own events (same goroutine).
+		caps.emit = func(ev a2a.Event, err error) bool {
+			if !started {
+				started = true
+				if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+					return false
+				}
+			}
+			return yield(ev, err)
+		}
+		for ev, err := range g.x.Execute(withCaps(ctx, caps), ec) {
+			if caps.stopped {
+				return
+			}
 			var wait *ApprovalRequiredError
 			if errors.As(err, &wait) {
 				if !started && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
@@ -116,13 +135,25 @@ func (g *goSkill) Approval(_ context.Context, ec *a2asrv.ExecutorContext) *a2a.M
 	return approvalDecision(ec)
 }
 
-// toolSetKey carries a task's ToolSet to the Go executor running it.
-type toolSetKey struct{}
+// capsKey carries a task's capabilities to the Go executor running it.
+type capsKey struct{}
 
-// withToolSet gives a Go executor its task's tools: request-scoped data,
-// the capability the task was given, not control flow.
-func withToolSet(ctx context.Context, ts *ToolSet) context.Context {
-	return context.WithValue(ctx, toolSetKey{}, ts)
+// taskCaps are what one execution of a Go executor may use: the governed
+// tools and the delegations.
+type taskCaps struct {
+	tools     *ToolSet
+	ec        *a2asrv.ExecutorContext
+	d         *delegating                // nil without peers
+	delegates map[string]*DelegateConfig // the agent's delegate skills, by id
+	emit      func(a2a.Event, error) bool
+	stopped   bool // emit returned false: the task's consumer is gone
+	sent      int  // delegations made in this execution, for their keys
+}
+
+// withCaps gives a Go executor its task's capabilities: request-scoped
+// data, what the task was given, not control flow.
+func withCaps(ctx context.Context, c *taskCaps) context.Context {
+	return context.WithValue(ctx, capsKey{}, c)
 }
 
 // ErrApprovalRequired is wrapped by the error [ToolSet.Call] returns for a
@@ -164,8 +195,8 @@ type ToolSet struct {
 // [WithExecutor]). Outside such an Execute, its methods fail with
 // [ErrNoTools].
 func Tools(ctx context.Context) *ToolSet {
-	if ts, ok := ctx.Value(toolSetKey{}).(*ToolSet); ok {
-		return ts
+	if c, ok := ctx.Value(capsKey{}).(*taskCaps); ok {
+		return c.tools
 	}
 	return &ToolSet{}
 }
@@ -225,6 +256,105 @@ func (t *ToolSet) Call(ctx context.Context, tool string, args map[string]any) (*
 	}
 	if res.Outcome != mcp.OutcomeSuccess && out.Err == nil {
 		out.Err = fmt.Errorf("tool %s ended %s", tool, res.Outcome)
+	}
+	return out, nil
+}
+
+// ErrNoDelegation is returned by [Delegate] outside a Go executor's
+// Execute, or in an agent without peers.
+var ErrNoDelegation = errors.New("no delegation here: Delegate is for the Execute of a skill with executor: go, in an agent with peers")
+
+// delegationKeySep joins a task's id and a Go executor's delegation in the
+// delegation's id (TASK#SKILL-N).
+const delegationKeySep = "#"
+
+// Delegation is what [Delegate] returns: the acceptance gate's decision on
+// the peer's completion and, when it committed, the evidence.
+type Delegation struct {
+	// Outcome is the gate's decision: acceptance.Committed, or Rejected,
+	// Failed (the peer failed, or the delegation could not be followed) or
+	// Unknown. Only Committed is a fact; anything else is the peer's claim
+	// at most.
+	Outcome acceptance.Outcome
+	// Reason is why, as the task's status would say it: the checks that
+	// passed for a commit, the gate's or the peer's reasons otherwise.
+	Reason string
+	// Peer and PeerTaskID name the peer and its task.
+	Peer, PeerTaskID string
+	// Artifacts are the peer's artifacts that the gate committed (raw parts
+	// over the skill's blob threshold as URLs of this agent); nil unless
+	// Outcome is Committed.
+	Artifacts []*a2a.Artifact
+}
+
+// Delegate hands message to a verified peer through the agent's delegate
+// skill skill (its peer skill, contract, timeout and scopes), from inside a
+// Go executor's Execute: the envelope, the follow of the peer's task and
+// the acceptance gate, as for a delegate skill of its own. The peer's
+// progress and the delegation's records are stored in the executor's task
+// as working updates; the decision is returned, not applied: the executor
+// answers from it. A delegation is keyed by its task, skill and order in
+// the execution (TASK#SKILL-N), so an executor run again after an approval
+// reaches the peer's task it already started, and the ledger holds one
+// entry per delegation. The error is for a Delegate outside a Go executor
+// ([ErrNoDelegation]), an unknown skill, or a task whose consumer left.
+func Delegate(ctx context.Context, skill string, message *a2a.Message) (*Delegation, error) {
+	c, ok := ctx.Value(capsKey{}).(*taskCaps)
+	if !ok || c.d == nil {
+		return nil, ErrNoDelegation
+	}
+	cfg := c.delegates[skill]
+	if cfg == nil {
+		return nil, fmt.Errorf("delegate: the agent has no delegate skill %s", skill)
+	}
+	if message == nil || len(message.Parts) == 0 {
+		return nil, fmt.Errorf("delegate %s: %w: the message has no parts", skill, a2a.ErrInvalidParams)
+	}
+	c.sent++
+	s := &delegateSkill{id: skill, cfg: cfg, d: c.d,
+		key: string(c.ec.TaskID) + delegationKeySep + skill + "-" + strconv.Itoa(c.sent)}
+	peer, ok := s.findPeer(ctx)
+	if !ok {
+		return &Delegation{Outcome: acceptance.Failed,
+			Reason: fmt.Sprintf("No verified peer offers skill %s; see handoff peers.", cfg.Skill)}, nil
+	}
+	out := &Delegation{Peer: peer.Name}
+	var final *a2a.TaskStatusUpdateEvent
+	// The delegation's end and its committed artifacts are the executor's
+	// to use; everything else is this task's progress.
+	sink := func(ev a2a.Event, err error) bool {
+		switch e := ev.(type) {
+		case *a2a.TaskArtifactUpdateEvent:
+			out.Artifacts = append(out.Artifacts, e.Artifact)
+			return true
+		case *a2a.TaskStatusUpdateEvent:
+			if e.Status.State.Terminal() {
+				final = e
+				return true
+			}
+		}
+		if c.stopped || !c.emit(ev, err) {
+			c.stopped = true
+			return false
+		}
+		return true
+	}
+	rec := s.newRecord(c.ec, peer)
+	if s.track(ctx, c.ec, rec, sink, fmt.Sprintf("Delegating %s to %s.", skill, peer.Name)) {
+		s.delegate(ctx, c.ec, peer, rec, message.Parts, sink)
+	}
+	if c.stopped {
+		return nil, fmt.Errorf("delegate %s: %w", skill, context.Canceled)
+	}
+	if final == nil { // the record could not be written
+		return &Delegation{Outcome: acceptance.Failed, Peer: peer.Name, Reason: "The delegation could not be recorded."}, nil
+	}
+	out.PeerTaskID, out.Reason = rec.RemoteTaskID, messageText(final.Status.Message)
+	if err := out.Outcome.UnmarshalText([]byte(rec.Outcome)); err != nil {
+		out.Outcome = acceptance.Failed // ended before the gate, as an agent that stops does
+	}
+	if out.Outcome != acceptance.Committed {
+		out.Artifacts = nil
 	}
 	return out, nil
 }

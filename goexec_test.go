@@ -12,6 +12,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
+	"github.com/handoff-a2a/handoff/acceptance"
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/mcp"
 )
@@ -154,5 +155,88 @@ func TestToolsOutsideAGoExecutor(t *testing.T) {
 	}
 	if Tools(t.Context()).Snapshot() != nil {
 		t.Fatal("a snapshot outside an executor")
+	}
+}
+
+// checker asks, through Delegate, the delegate skill its request names, and
+// answers from the gate's decision: the committed evidence, or why not.
+type checker struct{}
+
+func (checker) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+			return
+		}
+		skill := ec.Message.Parts[0].Text()
+		d, err := Delegate(ctx, skill, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewDataPart(map[string]any{})))
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if d.Outcome != acceptance.Committed {
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, a2a.NewMessageForTask(a2a.MessageRoleAgent, ec,
+				a2a.NewTextPart(fmt.Sprintf("%s: %s", d.Outcome, d.Reason)))), nil)
+			return
+		}
+		var notes any
+		for _, a := range d.Artifacts {
+			for _, p := range a.Parts {
+				if m, ok := p.Data().(map[string]any); ok {
+					notes = m["notes"]
+				}
+			}
+		}
+		if !yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart(fmt.Sprintf("committed by %s: %v notes", d.Peer, notes))), nil) {
+			return
+		}
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+	}
+}
+
+func (checker) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+// TestGoExecutorDelegates: a Go executor's Delegate runs the delegation
+// through the gate: an honest peer's completion comes back committed with
+// its evidence, a contradicted one rejected with the reasons, and only the
+// commit reaches the ledger.
+func TestGoExecutorDelegates(t *testing.T) {
+	common, peer := startNotesPeer(t)
+	dir := t.TempDir()
+	c, err := ParseConfig("front.yaml", strings.NewReader("name: Front\ndescription: checks with Go\n"+common+fmt.Sprintf(`peers: [{name: peer, url: %q, trust: {jku_prefixes: [%q]}}]
+skills:
+  - {id: check, name: Check, executor: go}
+  - {id: honest, name: H, executor: delegate, delegate: {skill: notes-stats, contract: %q}}
+  - {id: contradicted, name: C, executor: delegate, delegate: {skill: notes-stats, contract: %q}}
+`, peer, peer+"/.well-known/",
+		writeContract(t, dir, "honest", "/notes", "result.notes == evidence.notes__stats.notes"),
+		writeContract(t, dir, "contradicted", "/notes", "result.notes == evidence.notes__stats.notes + 1.0"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DataDir = t.TempDir()
+	front, url := serveAgent(t, c, WithExecutor("check", checker{}))
+
+	for _, tc := range []struct{ skill, state, text string }{
+		{"honest", "TASK_STATE_COMPLETED", "committed by peer: "},
+		{"contradicted", "TASK_STATE_FAILED", "rejected: "},
+	} {
+		_, out := call(t, url, "", "", "SendMessage", fmt.Sprintf(
+			`{"message":{"messageId":"g-%s","role":"ROLE_USER","metadata":{"handoff/skill":"check"},"parts":[{"text":%q}]}}`, tc.skill, tc.skill))
+		task := resultTask(t, out)
+		b, _ := json.Marshal(task)
+		if state(task) != tc.state || !strings.Contains(string(b), tc.text) {
+			t.Fatalf("%s: %s %s, want %s with %q", tc.skill, state(task), b, tc.state, tc.text)
+		}
+		if tc.skill == "honest" && strings.Contains(string(b), "<nil> notes") {
+			t.Errorf("committed without the peer's evidence: %s", b)
+		}
+	}
+	entries, err := front.del.ledger.List(t.Context(), 0)
+	if err != nil || len(entries) != 1 || entries[0].Skill != "honest" || !strings.Contains(entries[0].DelegationID, "#honest-1") {
+		t.Fatalf("ledger: %+v %v, want the honest delegation alone, keyed TASK#honest-1", entries, err)
 	}
 }

@@ -21,7 +21,8 @@ var delegationsBucket = []byte("delegations")
 // own event log holds the full record; this is its index in the ledger file.
 type Delegation struct {
 	// TaskID is the local task that delegated; it is also the delegation id
-	// of the ledger entry, if any.
+	// of the ledger entry, if any. A Go executor's delegation, one of
+	// several in its task, is TASK#SKILL-N.
 	TaskID string `json:"task_id"`
 	// Skill is the local skill that delegated.
 	Skill string `json:"skill"`
