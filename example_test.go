@@ -18,6 +18,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/handoff-a2a/handoff"
+	"github.com/handoff-a2a/handoff/acceptance"
 )
 
 // shouter is an executor written for a2a-go: it answers every request with
@@ -124,5 +125,26 @@ func ExampleTools() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	fmt.Println(errors.Is(execute(ctx), handoff.ErrNoTools))
+	// Output: true
+}
+
+// Inside a Go executor's Execute, Delegate hands a message to a verified
+// peer through one of the agent's delegate skills and returns the
+// acceptance gate's decision: only a Committed outcome is a fact, with the
+// committed artifacts as its evidence. Outside an Execute, or in an agent
+// without peers, it fails with ErrNoDelegation.
+func ExampleDelegate() {
+	report := func(ctx context.Context) (string, error) {
+		d, err := handoff.Delegate(ctx, "count-notes", a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("count")))
+		if err != nil {
+			return "", err
+		}
+		if d.Outcome != acceptance.Committed {
+			return "", fmt.Errorf("not committed (%s): %s", d.Outcome, d.Reason)
+		}
+		return fmt.Sprintf("%d committed artifacts from %s", len(d.Artifacts), d.Peer), nil
+	}
+	_, err := report(context.Background())
+	fmt.Println(errors.Is(err, handoff.ErrNoDelegation))
 	// Output: true
 }
