@@ -58,7 +58,7 @@ func (a *Agent) routeMCP(mux *http.ServeMux, bodies bodyLimits) {
 			MessageMetadata: map[string]any{SkillMetadataKey: s.ID},
 		})
 	}
-	face := mcp.NewFace(a.cfg.Name, a.cfg.Version, tools, a.handler, a.mcpCaller, mcp.WithFaceLogger(a.log))
+	face := mcp.NewFace(a.cfg.Name, a.cfg.Version, tools, a.handler, a.mcpCaller, mcp.WithLogger(a.log))
 	mux.Handle(a.cfg.MCPServer.Path, mcpAuthenticate(a.authn, limitBody(bodies, true, face)))
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -49,6 +48,7 @@ type AuditRecord struct {
 
 // AuditFilter selects audit records; empty fields match everything.
 type AuditFilter struct {
+	// TaskID and Principal, when set, select the records of that task and of that caller.
 	TaskID, Principal string
 	// Limit bounds how many records come back; zero or less means all.
 	Limit int
@@ -86,9 +86,6 @@ type auditAppend struct {
 	id  uint64
 	res chan error
 }
-
-// ErrAuditClosed is returned by Append and List on a closed [BoltAudit].
-var ErrAuditClosed = errors.New("audit log closed")
 
 var auditBucket = []byte("audit")
 

@@ -81,6 +81,7 @@ type CallRequest struct {
 
 // Result is the normalised result of a call.
 type Result struct {
+	// Outcome is the call's terminal result.
 	Outcome Outcome
 	// Tool and SnapshotVersion echo the request; ToolDigest is the definition the call ran
 	// against, empty when it never got that far.

@@ -112,23 +112,6 @@ var defaultFaceInput = map[string]any{
 	},
 }
 
-// A FaceOption configures a [Face].
-type FaceOption interface{ applyFace(*faceConfig) }
-
-type faceConfig struct {
-	logger      *slog.Logger
-	cancelGrace time.Duration
-}
-
-type faceOptionFunc func(*faceConfig)
-
-func (f faceOptionFunc) applyFace(c *faceConfig) { f(c) }
-
-// WithFaceLogger sets the Face's logger; the default discards.
-func WithFaceLogger(l *slog.Logger) FaceOption {
-	return faceOptionFunc(func(c *faceConfig) { c.logger = l })
-}
-
 // ServeHTTP serves the MCP streamable HTTP transport. The caller must be
 // authenticated before: ServeHTTP binds it per call from the headers.
 func (f *Face) ServeHTTP(w http.ResponseWriter, r *http.Request) { f.handler.ServeHTTP(w, r) }

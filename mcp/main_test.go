@@ -66,7 +66,7 @@ func installEverything() (string, error) {
 }
 
 // start runs a Manager until the test ends.
-func start(t *testing.T, servers []mcp.ServerConfig, opts ...mcp.Option) *mcp.Manager {
+func start(t *testing.T, servers []mcp.ServerConfig, opts ...mcp.ManagerOption) *mcp.Manager {
 	t.Helper()
 	m, err := mcp.NewManager(servers, opts...)
 	if err != nil {

@@ -18,61 +18,6 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// An Option configures a [Manager].
-type Option interface{ apply(*config) }
-
-type optionFunc func(*config)
-
-func (f optionFunc) apply(c *config) { f(c) }
-
-type config struct {
-	logger           *slog.Logger
-	lookupEnv        LookupEnv
-	callTimeout      time.Duration
-	minBackoff       time.Duration
-	maxBackoff       time.Duration
-	unavailableAfter int
-	httpClient       *http.Client
-	// dial replaces a server's configured transport; only tests set it (export_test.go).
-	dial map[string]func() (mcpsdk.Transport, error)
-}
-
-// WithLogger sets the logger for connects, disconnects and catalog changes. By default
-// nothing is logged.
-func WithLogger(l *slog.Logger) Option { return optionFunc(func(c *config) { c.logger = l }) }
-
-// WithLookupEnv sets where ${VAR} in Env and Headers, PATH and InheritEnv are read from. The
-// default is [os.LookupEnv]: the agent's own environment.
-func WithLookupEnv(f LookupEnv) Option { return optionFunc(func(c *config) { c.lookupEnv = f }) }
-
-// WithCallTimeout sets the deadline of a call whose [CallRequest.Timeout] is zero. The default
-// is 30s; the SDK itself sets none, so every call gets one.
-func WithCallTimeout(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.callTimeout = d })
-}
-
-// WithBackoff sets the delays between reconnect attempts: the first is first, each next one
-// doubles (with jitter) up to limit. The default is 100ms up to 30s.
-func WithBackoff(first, limit time.Duration) Option {
-	return optionFunc(func(c *config) {
-		first = max(first, time.Millisecond) // zero would spin on a server that never starts
-		c.minBackoff, c.maxBackoff = first, max(first, limit)
-	})
-}
-
-// WithUnavailableAfter sets how many connect attempts in a row must fail before a server is
-// marked unavailable and its tools leave the catalog. The default is 3. Until then a server
-// that was serving keeps its tools, and calls wait for the reconnect within their deadline.
-func WithUnavailableAfter(n int) Option {
-	return optionFunc(func(c *config) { c.unavailableAfter = max(n, 1) })
-}
-
-// WithHTTPClient sets the client for http servers. The default is a fresh client with no
-// overall timeout (streams are long-lived; every call has its own deadline).
-func WithHTTPClient(hc *http.Client) Option {
-	return optionFunc(func(c *config) { c.httpClient = hc })
-}
-
 // historySize is how many past snapshots stay resolvable by version, so that a call planned
 // against a slightly older snapshot still runs when its tool did not change.
 const historySize = 32
@@ -135,7 +80,7 @@ type Manager struct {
 
 // NewManager checks the server configs and returns a Manager for them; [Manager.Run] starts
 // it. Until then the catalog is empty.
-func NewManager(servers []ServerConfig, opts ...Option) (*Manager, error) {
+func NewManager(servers []ServerConfig, opts ...ManagerOption) (*Manager, error) {
 	c := config{
 		logger:           slog.New(slog.DiscardHandler),
 		lookupEnv:        os.LookupEnv,
@@ -146,7 +91,7 @@ func NewManager(servers []ServerConfig, opts ...Option) (*Manager, error) {
 		httpClient:       &http.Client{},
 	}
 	for _, o := range opts {
-		o.apply(&c)
+		o.applyManager(&c)
 	}
 	m := &Manager{
 		cfg:     c,
@@ -609,8 +554,6 @@ func (s *supervisor) session(ctx context.Context, dead *mcpsdk.ClientSession) (*
 		}
 	}
 }
-
-var errServerDown = errors.New("server unavailable")
 
 // broken drops a session a call found dead (an HTTP session the server forgot) so that the
 // supervisor reconnects, rather than waiting for a transport that may never notice.

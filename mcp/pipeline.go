@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -65,6 +64,7 @@ type Proposal struct {
 // PipelineResult is the result of [Pipeline.Run]: the Manager's normalised [Result], plus
 // what the policy decided and where it was recorded.
 type PipelineResult struct {
+	// Result is what the Manager returned, or the pipeline's own refusal (its Outcome and Err).
 	Result
 	// Decision is the policy's answer; empty when the call ended before the decision
 	// (unavailable tool, invalid arguments).
@@ -87,49 +87,6 @@ type PipelineResult struct {
 	// shows what the tool returned, which may echo them. Nil when the arguments were never
 	// canonicalised; it is not safe to keep, as it holds the values.
 	Scrub func(string) string
-}
-
-// A PipelineOption configures a [Pipeline].
-type PipelineOption interface{ applyPipeline(*pipelineConfig) }
-
-type pipelineOptionFunc func(*pipelineConfig)
-
-func (f pipelineOptionFunc) applyPipeline(c *pipelineConfig) { f(c) }
-
-type pipelineConfig struct {
-	approvers    []string
-	key          []byte
-	deny         []string
-	auditTimeout time.Duration
-}
-
-// WithApprovers adds principals who may approve calls the policy asks about. By default
-// nobody may, so a tool that needs an approval never runs. A principal may approve calls it
-// proposed itself.
-func WithApprovers(principals ...string) PipelineOption {
-	return pipelineOptionFunc(func(c *pipelineConfig) {
-		for _, p := range principals {
-			if p != "" { // an empty approver would match an unauthenticated caller
-				c.approvers = append(c.approvers, p)
-			}
-		}
-	})
-}
-
-// WithApprovalKey sets the HMAC key that binds approval tokens; it must be at least 32
-// bytes. By default a random key is drawn per Pipeline (and kept by
-// [Pipeline.Reconfigure]), so approvals requested before a restart do not verify after it
-// (the task must ask again), and replicas cannot verify each other's tokens: give every
-// Pipeline the same key to change that.
-func WithApprovalKey(key []byte) PipelineOption {
-	return pipelineOptionFunc(func(c *pipelineConfig) { c.key = bytes.Clone(key) })
-}
-
-// WithDeny adds path.Match globs on catalog names ("server__delete_*") whose calls are
-// always denied, whatever their contract says. By default nothing is denied here; the
-// Manager's per-server filters already hide tools from the catalog.
-func WithDeny(globs ...string) PipelineOption {
-	return pipelineOptionFunc(func(c *pipelineConfig) { c.deny = append(c.deny, globs...) })
 }
 
 // minKeyLen is the shortest approval key accepted: SHA-256's own block of security.

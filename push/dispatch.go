@@ -29,43 +29,6 @@ type deliveryStore interface {
 	Events(ctx context.Context, owner tasks.Owner, id a2a.TaskID, after uint64) ([]tasks.Event, error)
 }
 
-// A DispatcherOption configures a [Dispatcher].
-type DispatcherOption func(*dispatchConfig)
-
-type dispatchConfig struct {
-	maxAttempts int
-	maxAge      time.Duration
-	baseDelay   time.Duration
-	maxDelay    time.Duration
-	timeout     time.Duration
-	claimIdle   time.Duration
-	logger      *slog.Logger
-	now         func() time.Time
-}
-
-// WithRetries bounds the retries of one event: after maxAttempts attempts,
-// or once maxAge has passed since its first attempt, it is dead-lettered.
-// The defaults are 8 attempts and 24 hours.
-func WithRetries(maxAttempts int, maxAge time.Duration) DispatcherOption {
-	return func(c *dispatchConfig) { c.maxAttempts, c.maxAge = maxAttempts, maxAge }
-}
-
-// WithBackoff sets the first retry delay and its cap; each retry doubles
-// the delay, with jitter. The defaults are 1 s and 5 min.
-func WithBackoff(base, max time.Duration) DispatcherOption {
-	return func(c *dispatchConfig) { c.baseDelay, c.maxDelay = base, max }
-}
-
-// WithTimeout bounds one POST. The default is 10 s.
-func WithTimeout(d time.Duration) DispatcherOption {
-	return func(c *dispatchConfig) { c.timeout = d }
-}
-
-// WithLogger sets the logger; the default is slog.Default().
-func WithLogger(l *slog.Logger) DispatcherOption {
-	return func(c *dispatchConfig) { c.logger = l }
-}
-
 // Dispatcher delivers every event of a task's durable log to each push
 // config of the task, in order, one worker per config: a slow or dead
 // webhook holds up only its own deliveries, never the task or other
@@ -108,7 +71,7 @@ func NewDispatcher(store deliveryStore, signer *Signer, client *http.Client, opt
 	cfg := dispatchConfig{maxAttempts: 8, maxAge: 24 * time.Hour, baseDelay: time.Second, maxDelay: 5 * time.Minute,
 		timeout: 10 * time.Second, claimIdle: DefaultClaimIdle, logger: slog.Default(), now: time.Now}
 	for _, o := range opts {
-		o(&cfg)
+		o.applyDispatcher(&cfg)
 	}
 	d := &Dispatcher{store: store, signer: signer, client: client, cfg: cfg, workers: map[string]*worker{}, watched: map[a2a.TaskID]struct{}{}}
 	if q, ok := store.(sharedQueue); ok {

@@ -12,13 +12,6 @@ import (
 	"time"
 )
 
-// ErrTargetRefused means the [Guard] refuses a push target: its URL at config
-// creation, or a connection or redirect when a delivery is sent. The wrapping
-// error says which host and why. Retrying does not help; a host that does not
-// resolve is refused at config creation, but at send time it is an ordinary
-// error, since DNS failures pass.
-var ErrTargetRefused = errors.New("push target refused")
-
 // maxRedirects is how many redirects a [Guard.Client] follows; a webhook has
 // no reason to bounce a delivery further, and each hop is one more target to
 // check.
@@ -90,20 +83,6 @@ var specials = []special{
 // their own so that nothing leaves the machine.
 type Resolver interface {
 	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
-}
-
-// A GuardOption configures a [Guard].
-type GuardOption interface{ applyGuard(*Guard) }
-
-type guardOptionFunc func(*Guard)
-
-func (f guardOptionFunc) applyGuard(g *Guard) { f(g) }
-
-// WithResolver makes the Guard resolve host names with r, both in
-// [Guard.CheckURL] and when its client dials. By default it uses
-// net.DefaultResolver.
-func WithResolver(r Resolver) GuardOption {
-	return guardOptionFunc(func(g *Guard) { g.resolver = r })
 }
 
 // A Guard keeps push deliveries away from the agent's own network (SSRF). A

@@ -33,19 +33,6 @@ const DefaultClaimIdle = 15 * time.Second
 // between two attempts at a busy or unreachable queue.
 const jobWait = time.Second
 
-// WithClaimIdle sets, for a dispatcher on a store replicas share (Redis),
-// after how long the jobs and task locks of a replica that stopped touching
-// them (it died) are claimed by another replica; a live replica touches its
-// own every third of it. The default is [DefaultClaimIdle]. Without a
-// shared store it has no effect.
-func WithClaimIdle(d time.Duration) DispatcherOption {
-	return func(c *dispatchConfig) {
-		if d > 0 {
-			c.claimIdle = d
-		}
-	}
-}
-
 // sharedState is the dispatcher's side of the shared queue; its maps are
 // guarded by Dispatcher.mu.
 type sharedState struct {

@@ -20,15 +20,22 @@ type statusStore interface {
 
 // Status is where the deliveries of one push config stand.
 type Status struct {
-	TaskID    a2a.TaskID           `json:"task_id"`
-	ConfigID  string               `json:"config_id"`
-	URL       string               `json:"url"` // masked: see [tasks.MaskedURL]
-	Delivered int                  `json:"delivered"`
-	Pending   uint64               `json:"pending"`
-	Attempts  int                  `json:"attempts,omitempty"`
-	NextRetry time.Time            `json:"next_retry,omitzero"`
-	LastError string               `json:"last_error,omitempty"`
-	Dead      []tasks.DeadDelivery `json:"dead,omitempty"`
+	// TaskID and ConfigID name the task and its push config.
+	TaskID   a2a.TaskID `json:"task_id"`
+	ConfigID string     `json:"config_id"`
+	// URL is the webhook, masked: see [tasks.MaskedURL].
+	URL string `json:"url"`
+	// Delivered counts the events delivered; Pending counts the events of
+	// the task's log not yet handled.
+	Delivered int    `json:"delivered"`
+	Pending   uint64 `json:"pending"`
+	// Attempts, NextRetry and LastError describe the next event's delivery
+	// while it is being retried; they are zero otherwise.
+	Attempts  int       `json:"attempts,omitempty"`
+	NextRetry time.Time `json:"next_retry,omitzero"`
+	LastError string    `json:"last_error,omitempty"`
+	// Dead lists the events given up on after their retries.
+	Dead []tasks.DeadDelivery `json:"dead,omitempty"`
 }
 
 // Statuses lists every push config's delivery state; with owner set, only

@@ -1,0 +1,140 @@
+package mcp
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options follow connect-go's scheme: a ManagerOption configures a [Manager],
+// a PipelineOption a [Pipeline], a FaceOption a [Face], and an Option, such
+// as [WithLogger], fits all the types it names.
+
+// An Option configures a [Manager] and a [Face] alike.
+type Option interface {
+	ManagerOption
+	FaceOption
+}
+
+// A ManagerOption configures a [Manager].
+type ManagerOption interface{ applyManager(*config) }
+
+// A PipelineOption configures a [Pipeline].
+type PipelineOption interface{ applyPipeline(*pipelineConfig) }
+
+// A FaceOption configures a [Face].
+type FaceOption interface{ applyFace(*faceConfig) }
+
+type managerOptionFunc func(*config)
+
+func (f managerOptionFunc) applyManager(c *config) { f(c) }
+
+type pipelineOptionFunc func(*pipelineConfig)
+
+func (f pipelineOptionFunc) applyPipeline(c *pipelineConfig) { f(c) }
+
+type faceOptionFunc func(*faceConfig)
+
+func (f faceOptionFunc) applyFace(c *faceConfig) { f(c) }
+
+// config is a Manager's.
+type config struct {
+	logger           *slog.Logger
+	lookupEnv        LookupEnv
+	callTimeout      time.Duration
+	minBackoff       time.Duration
+	maxBackoff       time.Duration
+	unavailableAfter int
+	httpClient       *http.Client
+	// dial replaces a server's configured transport; only tests set it (export_test.go).
+	dial map[string]func() (mcpsdk.Transport, error)
+}
+
+type pipelineConfig struct {
+	approvers    []string
+	key          []byte
+	deny         []string
+	auditTimeout time.Duration
+}
+
+type faceConfig struct {
+	logger      *slog.Logger
+	cancelGrace time.Duration
+}
+
+// loggerOption is [WithLogger]'s: one logger for each type it configures.
+type loggerOption struct{ l *slog.Logger }
+
+func (o loggerOption) applyManager(c *config)  { c.logger = o.l }
+func (o loggerOption) applyFace(c *faceConfig) { c.logger = o.l }
+
+// WithLogger sets the logger: a Manager's for connects, disconnects and catalog changes, a
+// Face's for the tasks it could not cancel and the SDK's warnings. By default nothing is
+// logged.
+func WithLogger(l *slog.Logger) Option { return loggerOption{l} }
+
+// WithLookupEnv sets where ${VAR} in Env and Headers, PATH and InheritEnv are read from. The
+// default is [os.LookupEnv]: the agent's own environment.
+func WithLookupEnv(f LookupEnv) ManagerOption {
+	return managerOptionFunc(func(c *config) { c.lookupEnv = f })
+}
+
+// WithCallTimeout sets the deadline of a call whose [CallRequest.Timeout] is zero. The default
+// is 30s; the SDK itself sets none, so every call gets one.
+func WithCallTimeout(d time.Duration) ManagerOption {
+	return managerOptionFunc(func(c *config) { c.callTimeout = d })
+}
+
+// WithBackoff sets the delays between reconnect attempts: the first is first, each next one
+// doubles (with jitter) up to limit. The default is 100ms up to 30s.
+func WithBackoff(first, limit time.Duration) ManagerOption {
+	return managerOptionFunc(func(c *config) {
+		first = max(first, time.Millisecond) // zero would spin on a server that never starts
+		c.minBackoff, c.maxBackoff = first, max(first, limit)
+	})
+}
+
+// WithUnavailableAfter sets how many connect attempts in a row must fail before a server is
+// marked unavailable and its tools leave the catalog. The default is 3. Until then a server
+// that was serving keeps its tools, and calls wait for the reconnect within their deadline.
+func WithUnavailableAfter(n int) ManagerOption {
+	return managerOptionFunc(func(c *config) { c.unavailableAfter = max(n, 1) })
+}
+
+// WithHTTPClient sets the client for http servers. The default is a fresh client with no
+// overall timeout (streams are long-lived; every call has its own deadline).
+func WithHTTPClient(hc *http.Client) ManagerOption {
+	return managerOptionFunc(func(c *config) { c.httpClient = hc })
+}
+
+// WithApprovers adds principals who may approve calls the policy asks about. By default
+// nobody may, so a tool that needs an approval never runs. A principal may approve calls it
+// proposed itself.
+func WithApprovers(principals ...string) PipelineOption {
+	return pipelineOptionFunc(func(c *pipelineConfig) {
+		for _, p := range principals {
+			if p != "" { // an empty approver would match an unauthenticated caller
+				c.approvers = append(c.approvers, p)
+			}
+		}
+	})
+}
+
+// WithApprovalKey sets the HMAC key that binds approval tokens; it must be at least 32
+// bytes. By default a random key is drawn per Pipeline (and kept by
+// [Pipeline.Reconfigure]), so approvals requested before a restart do not verify after it
+// (the task must ask again), and replicas cannot verify each other's tokens: give every
+// Pipeline the same key to change that.
+func WithApprovalKey(key []byte) PipelineOption {
+	return pipelineOptionFunc(func(c *pipelineConfig) { c.key = bytes.Clone(key) })
+}
+
+// WithDeny adds path.Match globs on catalog names ("server__delete_*") whose calls are
+// always denied, whatever their contract says. By default nothing is denied here; the
+// Manager's per-server filters already hide tools from the catalog.
+func WithDeny(globs ...string) PipelineOption {
+	return pipelineOptionFunc(func(c *pipelineConfig) { c.deny = append(c.deny, globs...) })
+}

@@ -1,0 +1,77 @@
+package push
+
+import (
+	"log/slog"
+	"time"
+)
+
+// A DispatcherOption configures a [Dispatcher].
+type DispatcherOption interface{ applyDispatcher(*dispatchConfig) }
+
+type dispatcherOptionFunc func(*dispatchConfig)
+
+func (f dispatcherOptionFunc) applyDispatcher(c *dispatchConfig) { f(c) }
+
+type dispatchConfig struct {
+	maxAttempts int
+	maxAge      time.Duration
+	baseDelay   time.Duration
+	maxDelay    time.Duration
+	timeout     time.Duration
+	claimIdle   time.Duration
+	logger      *slog.Logger
+	now         func() time.Time
+}
+
+// WithRetries bounds the retries of one event: after maxAttempts attempts,
+// or once maxAge has passed since its first attempt, it is dead-lettered.
+// The defaults are 8 attempts and 24 hours.
+func WithRetries(maxAttempts int, maxAge time.Duration) DispatcherOption {
+	return dispatcherOptionFunc(func(c *dispatchConfig) { c.maxAttempts, c.maxAge = maxAttempts, maxAge })
+}
+
+// WithBackoff sets the delays between the attempts of one event: the first
+// retry waits first, each next one doubles (with jitter) up to limit, and a
+// Retry-After the webhook answers is also capped at limit. The default is 1s
+// up to 5min.
+func WithBackoff(first, limit time.Duration) DispatcherOption {
+	return dispatcherOptionFunc(func(c *dispatchConfig) { c.baseDelay, c.maxDelay = first, limit })
+}
+
+// WithTimeout bounds one POST. The default is 10 s.
+func WithTimeout(d time.Duration) DispatcherOption {
+	return dispatcherOptionFunc(func(c *dispatchConfig) { c.timeout = d })
+}
+
+// WithLogger sets the logger for failed attempts, dead letters and store
+// errors. The default is slog.Default().
+func WithLogger(l *slog.Logger) DispatcherOption {
+	return dispatcherOptionFunc(func(c *dispatchConfig) { c.logger = l })
+}
+
+// WithClaimIdle sets, for a dispatcher on a store replicas share (Redis),
+// after how long the jobs and task locks of a replica that stopped touching
+// them (it died) are claimed by another replica; a live replica touches its
+// own every third of it. The default is [DefaultClaimIdle]. Without a
+// shared store it has no effect.
+func WithClaimIdle(d time.Duration) DispatcherOption {
+	return dispatcherOptionFunc(func(c *dispatchConfig) {
+		if d > 0 {
+			c.claimIdle = d
+		}
+	})
+}
+
+// A GuardOption configures a [Guard].
+type GuardOption interface{ applyGuard(*Guard) }
+
+type guardOptionFunc func(*Guard)
+
+func (f guardOptionFunc) applyGuard(g *Guard) { f(g) }
+
+// WithResolver makes the Guard resolve host names with r, both in
+// [Guard.CheckURL] and when its client dials. By default it uses
+// net.DefaultResolver.
+func WithResolver(r Resolver) GuardOption {
+	return guardOptionFunc(func(g *Guard) { g.resolver = r })
+}
