@@ -1,6 +1,7 @@
 // Package webhook checks push notifications an agent signed, for the owner of
-// the webhook that receives them. It imports no part of the agent, so a
-// receiver pulls in neither the task engine nor any store.
+// the webhook that receives them. It imports neither the task engine nor any
+// store (layout_test.go keeps it so), so a receiver pulls in only go-jose and
+// the JWKS fetcher.
 //
 // A webhook owner needs no shared secret: a [Verifier] fetches the agent's
 // JWKS (<agent>/.well-known/jwks.json) and checks the signature, the
