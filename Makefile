@@ -39,7 +39,6 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(call fuzzn,8000) .
 	go test -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(call fuzzn,50000) ./internal/auth
 	go test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(call fuzzn,5000) ./agentcard
-	go test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(call fuzzn,20000) ./agentcard
 	go test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(call fuzzn,20000) ./push/webhook
 	go test -run '^$$' -fuzz '^FuzzEnvelope$$' -fuzztime $(call fuzzn,20000) ./delegation
 	go test -run '^$$' -fuzz '^FuzzRecord$$' -fuzztime $(call fuzzn,25000) ./delegation
@@ -48,9 +47,10 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzExplain$$' -fuzztime $(call fuzzn,3000) ./acceptance
 	go test -run '^$$' -fuzz '^FuzzAssembler$$' -fuzztime $(call fuzzn,6000) ./artifacts
 	go test -run '^$$' -fuzz '^FuzzCollector$$' -fuzztime $(call fuzzn,8000) ./artifacts
-	go test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(call fuzzn,15000) ./mcp
 	go test -run '^$$' -fuzz '^FuzzDecodeAuditRecord$$' -fuzztime $(call fuzzn,20000) ./mcp
 	go test -run '^$$' -fuzz '^FuzzObject$$' -fuzztime $(call fuzzn,10000) ./internal/jcs
+	go test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(call fuzzn,15000) ./internal/jcs
+	go test -run '^$$' -fuzz '^FuzzAppendPruned$$' -fuzztime $(call fuzzn,20000) ./internal/jcs
 	go test -run '^$$' -fuzz '^FuzzRenameMessageParts$$' -fuzztime $(call fuzzn,30000) ./internal/rest03
 
 build:

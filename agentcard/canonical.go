@@ -8,6 +8,8 @@ import (
 	"unicode/utf16"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/handoff-a2a/handoff/internal/jcs"
 )
 
 // CanonicalPayload returns the bytes a card signature covers: the RFC 8785
@@ -95,15 +97,14 @@ func wrapScopes(reqs any) {
 
 // canonicalize applies steps 4 and 5 of the rule to a tree.
 func canonicalize(tree map[string]any) ([]byte, error) {
-	w := jcsWriter{buf: make([]byte, 0, 1024)}
-	wrote, err := w.value(tree)
+	out, err := jcs.AppendPruned(make([]byte, 0, 1024), tree)
 	if err != nil {
 		return nil, fmt.Errorf("%w: canonicalize: %w", ErrMalformed, err)
 	}
-	if !wrote {
+	if len(out) == 0 {
 		return []byte("{}"), nil // @a2a-js/sdk's answer for a card with nothing left
 	}
-	return w.buf, nil
+	return out, nil
 }
 
 // presenceCapabilities are the AgentCapabilities members declared `optional`

@@ -363,16 +363,14 @@ func canonicalise(tool string, in map[string]any) (args map[string]any, plain an
 	if in == nil {
 		in = map[string]any{}
 	}
-	c := canonicaliser{buf: make([]byte, 0, 256), copies: true}
-	c.buf = append(c.buf, `{"arguments":`...)
-	sent, plain, _, err := c.object(in)
+	buf, sent, plain, err := jcs.AppendCopies(append(make([]byte, 0, 256), `{"arguments":`...), in)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("canonicalise: %w", err)
 	}
-	c.buf = append(c.buf, `,"tool":`...)
-	c.buf = jcs.AppendString(c.buf, jcs.ValidUTF8(tool))
-	c.buf = append(c.buf, '}')
-	sum := sha256.Sum256(c.buf)
+	buf = append(buf, `,"tool":`...)
+	buf = jcs.AppendString(buf, jcs.ValidUTF8(tool))
+	buf = append(buf, '}')
+	sum := sha256.Sum256(buf)
 	return sent.(map[string]any), plain, hex.EncodeToString(sum[:]), nil
 }
 
@@ -448,7 +446,7 @@ func resultHash(r Result) string {
 		return ""
 	}
 	buf = append(buf, `,"structuredContent":`...)
-	if buf, err = appendCanonical(buf, r.StructuredContent); err != nil {
+	if buf, err = jcs.Append(buf, r.StructuredContent); err != nil {
 		return ""
 	}
 	sum := sha256.Sum256(append(buf, '}'))

@@ -38,11 +38,11 @@ func AppendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// Compare orders strings by their UTF-16 code units, as RFC 8785 sorts
+// compare orders strings by their UTF-16 code units, as RFC 8785 sorts
 // member names; use it with slices.SortFunc. It differs from byte order only
 // where a character above U+FFFF (a surrogate pair, 0xD800…) meets one in
 // U+E000…U+FFFF.
-func Compare(a, b string) int {
+func compare(a, b string) int {
 	for a != "" && b != "" {
 		ra, na := utf8.DecodeRuneInString(a)
 		rb, nb := utf8.DecodeRuneInString(b)

@@ -16,7 +16,7 @@ func writeObject(m map[string]string) []byte {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, Compare)
+	slices.SortFunc(keys, compare)
 	buf := []byte{'{'}
 	for i, k := range keys {
 		if i > 0 {
@@ -81,9 +81,9 @@ func TestCompareSigns(t *testing.T) {
 		{"\U0001F600", "\U00010000", 1},
 	}
 	for _, tt := range tests {
-		got := Compare(tt.a, tt.b)
+		got := compare(tt.a, tt.b)
 		if (got > 0) != (tt.want > 0) || (got < 0) != (tt.want < 0) {
-			t.Errorf("Compare(%q, %q) = %d, want sign %d", tt.a, tt.b, got, tt.want)
+			t.Errorf("compare(%q, %q) = %d, want sign %d", tt.a, tt.b, got, tt.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package agentcard
+package jcs
 
 import (
 	"bytes"
@@ -8,12 +8,13 @@ import (
 	"github.com/gowebpki/jcs"
 )
 
-// viaTransform is the reference for jcsWriter: drop the empty values, encode
-// the tree, and canonicalise the text with gowebpki/jcs.
-func viaTransform(tree map[string]any) ([]byte, error) {
+// prunedReference is the reference for AppendPruned: drop the empty values,
+// encode the tree, and canonicalise the text with gowebpki/jcs. Nothing left
+// is nil.
+func prunedReference(tree map[string]any) ([]byte, error) {
 	cleaned, ok := dropEmpty(tree)
 	if !ok {
-		cleaned = map[string]any{}
+		return nil, nil
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -61,10 +62,10 @@ func decodeTree(b []byte) (map[string]any, bool) {
 	return tree, true
 }
 
-// canonicalSeeds cover what the writer decides itself: member order by UTF-16
+// prunedSeeds cover what the writer decides itself: member order by UTF-16
 // units (U+E000..U+FFFF against surrogate pairs), escapes, ES6 numbers, and
 // empty values at every depth.
-var canonicalSeeds = map[string]string{
+var prunedSeeds = map[string]string{
 	"order":    `{"b":1,"a":2,"aa":3,"A":4,"":5,"é":6,"\uffff":7,"😀":8,"\ue000":9,"a\u0000":10}`,
 	"escapes":  `{"s":"\"\\\/\b\f\n\r\t\u0001\u001f\u007f\u2028<>&é😀"}`,
 	"numbers":  `{"n":[0,-0,1e21,1e20,1E-7,0.000001,123456789012345678901234567890,-1.5e-300,5e-324,0.1,1.0,100]}`,
@@ -74,29 +75,29 @@ var canonicalSeeds = map[string]string{
 	"keyquote": `{"a\"b":1,"a\\b":2,"a\nb":3}`,
 }
 
-func TestCanonicalWriterMatchesTransform(t *testing.T) {
-	for name, in := range canonicalSeeds {
+func TestAppendPrunedMatchesTransform(t *testing.T) {
+	for name, in := range prunedSeeds {
 		t.Run(name, func(t *testing.T) {
 			tree, ok := decodeTree([]byte(in))
 			if !ok {
 				t.Fatalf("seed does not decode: %s", in)
 			}
-			want, err := viaTransform(tree)
+			want, err := prunedReference(tree)
 			if err != nil {
 				t.Fatalf("reference: %v", err)
 			}
-			got, err := canonicalize(tree)
+			got, err := AppendPruned(nil, tree)
 			if err != nil {
-				t.Fatalf("canonicalize: %v", err)
+				t.Fatalf("AppendPruned: %v", err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Fatalf("canonicalize:\n got %s\nwant %s", got, want)
+				t.Fatalf("AppendPruned:\n got %s\nwant %s", got, want)
 			}
 		})
 	}
 }
 
-func TestCanonicalWriterRefuses(t *testing.T) {
+func TestAppendPrunedRefuses(t *testing.T) {
 	tests := map[string]map[string]any{
 		"out of range": {"n": json.Number("1e400")},
 		"bad utf-8":    {"s": "a\xffb"},
@@ -105,17 +106,17 @@ func TestCanonicalWriterRefuses(t *testing.T) {
 	}
 	for name, tree := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got, err := canonicalize(tree); err == nil {
-				t.Fatalf("canonicalize = %s, want an error", got)
+			if got, err := AppendPruned(nil, tree); err == nil {
+				t.Fatalf("AppendPruned = %s, want an error", got)
 			}
 		})
 	}
 }
 
-// FuzzCanonical checks the canonical writer against gowebpki/jcs on any JSON
+// FuzzAppendPruned checks AppendPruned against gowebpki/jcs on any JSON
 // object: the same bytes, or an error from both.
-func FuzzCanonical(f *testing.F) {
-	for _, in := range canonicalSeeds {
+func FuzzAppendPruned(f *testing.F) {
+	for _, in := range prunedSeeds {
 		f.Add([]byte(in))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -123,29 +124,28 @@ func FuzzCanonical(f *testing.F) {
 		if !ok {
 			return
 		}
-		want, wantErr := viaTransform(tree)
-		got, err := canonicalize(tree)
+		want, wantErr := prunedReference(tree)
+		got, err := AppendPruned(nil, tree)
 		if (err != nil) != (wantErr != nil) {
-			t.Fatalf("canonicalize error %v, reference error %v", err, wantErr)
+			t.Fatalf("AppendPruned error %v, reference error %v", err, wantErr)
 		}
 		if err == nil && !bytes.Equal(got, want) {
-			t.Fatalf("canonicalize:\n got %s\nwant %s", got, want)
+			t.Fatalf("AppendPruned:\n got %s\nwant %s", got, want)
 		}
 	})
 }
 
-// BenchmarkCanonicalize compares, in one run, the canonical writer with the
-// text round trip through gowebpki/jcs it replaced, on the test card's tree.
-func BenchmarkCanonicalize(b *testing.B) {
-	card, err := ParseCard([]byte(canonicalBenchCard))
-	if err != nil {
-		b.Fatal(err)
+// BenchmarkAppendPruned compares, in one run, the writer with the text round
+// trip through gowebpki/jcs that it replaces, on a signed card's tree.
+func BenchmarkAppendPruned(b *testing.B) {
+	tree, ok := decodeTree([]byte(benchCard))
+	if !ok {
+		b.Fatal("bench card does not decode")
 	}
-	tree, err := cardTree(card)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for name, f := range map[string]func(map[string]any) ([]byte, error){"writer": canonicalize, "transform": viaTransform} {
+	for name, f := range map[string]func(map[string]any) ([]byte, error){
+		"writer":    func(t map[string]any) ([]byte, error) { return AppendPruned(make([]byte, 0, 1024), t) },
+		"transform": prunedReference,
+	} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -157,12 +157,13 @@ func BenchmarkCanonicalize(b *testing.B) {
 	}
 }
 
-const canonicalBenchCard = `{"name":"Bench Agent","description":"Answers questions.","version":"1.2.3",
+// benchCard is a card as agentcard canonicalises it (its 1.0 members).
+const benchCard = `{"name":"Bench Agent","description":"Answers questions.","version":"1.2.3",
 "supportedInterfaces":[{"url":"https://agent.example/a2a/jsonrpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],
 "provider":{"organization":"Example","url":"https://example.org"},
 "capabilities":{"streaming":true,"extensions":[{"uri":"https://ext.example/v1","params":{"n":2}}]},
 "defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain","application/json"],
 "securitySchemes":{"bearer":{"httpAuthSecurityScheme":{"scheme":"bearer","bearerFormat":"JWT"}}},
-"securityRequirements":[{"schemes":{"bearer":["read"]}}],
+"securityRequirements":[{"schemes":{"bearer":{"list":["read"]}}}],
 "skills":[{"id":"qa","name":"Q&A","description":"Answers <questions>.","tags":["qa"],"examples":[]},
 {"id":"sum","name":"Summary","description":"","tags":[]}]}`
