@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/handoff-a2a/handoff/internal/auth"
@@ -58,7 +59,11 @@ func (a *Agent) routeMCP(mux *http.ServeMux, bodies bodyLimits) {
 			MessageMetadata: map[string]any{SkillMetadataKey: s.ID},
 		})
 	}
-	face := mcp.NewFace(a.cfg.Name, a.cfg.Version, tools, a.handler, a.mcpCaller, mcp.WithLogger(a.log))
+	opts := []mcp.FaceOption{mcp.WithLogger(a.log)}
+	if u, err := url.Parse(a.cfg.PublicURL); err == nil && u.Hostname() != "" {
+		opts = append(opts, mcp.WithPublicHosts(u.Hostname())) // behind a proxy on this machine
+	}
+	face := mcp.NewFace(a.cfg.Name, a.cfg.Version, tools, a.handler, a.mcpCaller, opts...)
 	mux.Handle(a.cfg.MCPServer.Path, mcpAuthenticate(a.authn, limitBody(bodies, true, face)))
 }
 

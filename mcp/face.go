@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -81,9 +83,49 @@ func NewFace(name, version string, tools []FaceTool, run TaskRunner, caller Call
 		}
 		f.server.AddTool(tool, f.callHandler(t))
 	}
+	// The SDK's DNS rebinding check accepts only loopback hosts on a
+	// loopback listener; the Face does the same check itself, with the
+	// agent's public hosts allowed too (see WithPublicHosts).
 	f.handler = mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return f.server },
-		&mcpsdk.StreamableHTTPOptions{Logger: sdkLog})
+		&mcpsdk.StreamableHTTPOptions{Logger: sdkLog, DisableLocalhostProtection: true})
 	return f
+}
+
+// hostAllowed reports whether a request may be served: on a loopback
+// listener, only a loopback host or one of the public hosts is.
+func (f *Face) hostAllowed(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil || !isLoopback(local.String()) {
+		return true
+	}
+	if isLoopback(r.Host) {
+		return true
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	for _, p := range f.cfg.publicHosts {
+		if strings.EqualFold(host, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// isLoopback reports whether addr (host or host:port) names a loopback
+// address or localhost.
+func isLoopback(addr string) bool {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // atLeast drops records below a level.
@@ -114,7 +156,13 @@ var defaultFaceInput = map[string]any{
 
 // ServeHTTP serves the MCP streamable HTTP transport. The caller must be
 // authenticated before: ServeHTTP binds it per call from the headers.
-func (f *Face) ServeHTTP(w http.ResponseWriter, r *http.Request) { f.handler.ServeHTTP(w, r) }
+func (f *Face) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !f.hostAllowed(r) {
+		http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+		return
+	}
+	f.handler.ServeHTTP(w, r)
+}
 
 // callHandler runs one tools/call of t as a task.
 func (f *Face) callHandler(t FaceTool) mcpsdk.ToolHandler {

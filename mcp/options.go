@@ -63,6 +63,17 @@ type pipelineConfig struct {
 type faceConfig struct {
 	logger      *slog.Logger
 	cancelGrace time.Duration
+	publicHosts []string // Host names accepted besides loopback ones on a loopback listener
+}
+
+// WithPublicHosts names the hosts a [Face] listening on a loopback address
+// is reached by besides loopback names: the agent's public host behind a
+// reverse proxy on the same machine. By default a request to a loopback
+// listener must name a loopback host (DNS rebinding protection, as the MCP
+// security guidance asks of local servers), so a proxy that forwards
+// Host: agents.example.com would be refused.
+func WithPublicHosts(hosts ...string) FaceOption {
+	return faceOptionFunc(func(c *faceConfig) { c.publicHosts = append(c.publicHosts, hosts...) })
 }
 
 // loggerOption is [WithLogger]'s: one logger for each type it configures.
