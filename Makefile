@@ -20,20 +20,20 @@ vet:
 
 # One line per target: go test -fuzz takes one target of one package at a time.
 fuzz:
-	go test -run '^$$' -fuzz '^FuzzDecodeTaskRecord$$' -fuzztime $(call fuzzn,40000) ./tasks
+	go test -run '^$$' -fuzz '^FuzzDecodeTaskRecord$$' -fuzztime $(call fuzzn,40000) ./tasks/internal/record
 	go test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(call fuzzn,40000) ./tasks
 	go test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(call fuzzn,40000) ./tasks
-	go test -run '^$$' -fuzz '^FuzzAppendEvent$$' -fuzztime $(call fuzzn,8000) ./tasks
-	go test -run '^$$' -fuzz '^FuzzEncodeTaskRecord$$' -fuzztime $(call fuzzn,20000) ./tasks
-	go test -run '^$$' -fuzz '^FuzzAppendAny$$' -fuzztime $(call fuzzn,8000) ./tasks
-	go test -run '^$$' -fuzz '^FuzzDecodeEvents$$' -fuzztime $(call fuzzn,35000) ./tasks
-	go test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(call fuzzn,35000) ./tasks
-	go test -run '^$$' -fuzz '^FuzzStoreURL$$' -fuzztime $(call fuzzn,30000) ./tasks
+	go test -run '^$$' -fuzz '^FuzzAppendEvent$$' -fuzztime $(call fuzzn,8000) ./internal/a2ajson
+	go test -run '^$$' -fuzz '^FuzzEncodeTaskRecord$$' -fuzztime $(call fuzzn,20000) ./tasks/boltstore
+	go test -run '^$$' -fuzz '^FuzzAppendAny$$' -fuzztime $(call fuzzn,8000) ./internal/a2ajson
+	go test -run '^$$' -fuzz '^FuzzDecodeEvents$$' -fuzztime $(call fuzzn,35000) ./tasks/boltstore
+	go test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(call fuzzn,35000) ./tasks/internal/record
+	go test -run '^$$' -fuzz '^FuzzStoreURL$$' -fuzztime $(call fuzzn,30000) ./tasks/redisstore
 	go test -run '^$$' -fuzz '^FuzzSealed$$' -fuzztime $(call fuzzn,20000) ./tasks
 	go test -run '^$$' -fuzz '^FuzzSealedURL$$' -fuzztime $(call fuzzn,20000) ./tasks
-	go test -run '^$$' -fuzz '^FuzzDecodeEntries$$' -fuzztime $(call fuzzn,30000) ./tasks
-	go test -run '^$$' -fuzz '^FuzzDecodeWALRecord$$' -fuzztime $(call fuzzn,120000) ./tasks
-	go test -run '^$$' -fuzz '^FuzzScanWAL$$' -fuzztime $(call fuzzn,60000) ./tasks
+	go test -run '^$$' -fuzz '^FuzzDecodeEntries$$' -fuzztime $(call fuzzn,30000) ./tasks/redisstore
+	go test -run '^$$' -fuzz '^FuzzDecodeWALRecord$$' -fuzztime $(call fuzzn,120000) ./tasks/boltstore
+	go test -run '^$$' -fuzz '^FuzzScanWAL$$' -fuzztime $(call fuzzn,60000) ./tasks/boltstore
 	go test -run '^$$' -fuzz '^FuzzJSONRPCRequest$$' -fuzztime $(call fuzzn,10000) .
 	go test -run '^$$' -fuzz '^FuzzParseSend$$' -fuzztime $(call fuzzn,20000) .
 	go test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(call fuzzn,8000) .

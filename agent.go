@@ -28,6 +28,8 @@ import (
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/push"
 	"github.com/handoff-a2a/handoff/tasks"
+	"github.com/handoff-a2a/handoff/tasks/boltstore"
+	"github.com/handoff-a2a/handoff/tasks/redisstore"
 )
 
 // An Option configures an [Agent].
@@ -103,13 +105,13 @@ func openStore(ctx context.Context, cfg *Config, keys *agentcard.KeySet) (agentS
 		return nil, err
 	}
 	if cfg.Store.Kind == "redis" {
-		s, err := tasks.OpenRedis(ctx, cfg.Store.URL, cfg.Store.Namespace, tasks.WithSealer(sealer))
+		s, err := redisstore.Open(ctx, cfg.Store.URL, cfg.Store.Namespace, redisstore.WithSealer(sealer))
 		if err != nil {
 			return nil, err
 		}
 		return s, nil
 	}
-	s, err := tasks.OpenBolt(filepath.Join(cfg.DataDir, "tasks.db"), 2*time.Second, tasks.WithSealer(sealer))
+	s, err := boltstore.Open(filepath.Join(cfg.DataDir, "tasks.db"), 2*time.Second, boltstore.WithSealer(sealer))
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("%w (is another agent using data directory %s?)", err, cfg.DataDir)
 	}
@@ -123,7 +125,7 @@ func openStore(ctx context.Context, cfg *Config, keys *agentcard.KeySet) (agentS
 // nil otherwise: the ledger and the audit log use it, so every replica
 // shares them.
 func sharedRedis(s agentStore) redis.UniversalClient {
-	if r, ok := s.(*tasks.RedisStore); ok {
+	if r, ok := s.(*redisstore.Store); ok {
 		return r.Client()
 	}
 	return nil
@@ -195,10 +197,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 			return extendedCard(a.extended.Load())(ctx)
 		}),
 		tasks.WithPushURLCheck(a.guard.CheckURL),
-		tasks.WithApprovers(func(ctx context.Context) bool {
-			p, ok := auth.PrincipalFrom(ctx)
-			return ok && a.isApprover(p.Name)
-		}),
+		tasks.WithApprovers(a.isApprover),
 		tasks.WithCommitHook(func(id a2a.TaskID) {
 			if d := a.dispatcher.Load(); d != nil {
 				d.Notify(id)

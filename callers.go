@@ -189,6 +189,22 @@ func (h callerHandler) SendStreamingMessage(ctx context.Context, r *a2a.SendMess
 	return h.next.SendStreamingMessage(withCaller(ctx), r)
 }
 
+// SendStreamingMessageWithFlush is SendStreamingMessage through the
+// engine's flushing stream (see flushingStreamer); a next that has none
+// streams without flushing.
+func (h callerHandler) SendStreamingMessageWithFlush(ctx context.Context, r *a2a.SendMessageRequest, flush func()) iter.Seq2[a2a.Event, error] {
+	fs, ok := h.next.(flushingStreamer)
+	if !ok {
+		return h.SendStreamingMessage(ctx, r)
+	}
+	if r != nil && r.Message != nil && h.receive != nil {
+		if err := h.receive(r.Message); err != nil {
+			return func(yield func(a2a.Event, error) bool) { yield(nil, err) }
+		}
+	}
+	return fs.SendStreamingMessageWithFlush(withCaller(ctx), r, flush)
+}
+
 func (h callerHandler) GetTaskPushConfig(ctx context.Context, r *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
 	return h.next.GetTaskPushConfig(withCaller(ctx), r)
 }

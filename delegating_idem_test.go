@@ -11,6 +11,7 @@ import (
 
 	"github.com/handoff-a2a/handoff/delegation"
 	"github.com/handoff-a2a/handoff/tasks"
+	"github.com/handoff-a2a/handoff/tasks/boltstore"
 )
 
 // TestEnvelopeIdempotencyKey: the receiver gives one caller's repeated
@@ -70,7 +71,7 @@ func TestResumeBeforeThePeerAnswered(t *testing.T) {
 
 	// What the dead agent had stored: its task, working, with the record of its intent.
 	dataDir := t.TempDir()
-	st, err := tasks.OpenBolt(filepath.Join(dataDir, "tasks.db"), time.Second)
+	st, err := boltstore.Open(filepath.Join(dataDir, "tasks.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/handoff-a2a/handoff/acceptance"
 	"github.com/handoff-a2a/handoff/delegation"
 	"github.com/handoff-a2a/handoff/tasks"
+	"github.com/handoff-a2a/handoff/tasks/boltstore"
 )
 
 // payPeer is an a2a-go executor that says what it does, in its own
@@ -252,7 +253,7 @@ func TestResumeWaitsForAnUnreachablePeer(t *testing.T) {
 
 	// What the front had stored before it stopped: its task, working, following the peer's.
 	dataDir := t.TempDir()
-	st, err := tasks.OpenBolt(filepath.Join(dataDir, "tasks.db"), time.Second)
+	st, err := boltstore.Open(filepath.Join(dataDir, "tasks.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,3 +77,66 @@ func TestVerifierImportsNoStore(t *testing.T) {
 		}
 	}
 }
+
+// depsOf lists, for each package pattern matches, every package it depends
+// on, directly or not (go list's Deps).
+func depsOf(t *testing.T, pattern string) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-e", "-f", "{{.ImportPath}}\t{{join .Deps \" \"}}", pattern).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pattern, err)
+	}
+	deps := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if path, d, ok := strings.Cut(line, "\t"); ok {
+			deps[path] = strings.Fields(d)
+		}
+	}
+	return deps
+}
+
+// within reports whether pkg is path or one of its subpackages.
+func within(pkg, path string) bool { return pkg == path || strings.HasPrefix(pkg, path+"/") }
+
+// TestEngineImportsNoStore: the engine (tasks) declares the store interfaces
+// it consumes and depends on no store, directly or not: no package under
+// tasks/ (the stores and what they share), no bbolt, no go-redis (DESIGN.md).
+func TestEngineImportsNoStore(t *testing.T) {
+	const engine = "github.com/handoff-a2a/handoff/tasks"
+	deps, ok := depsOf(t, engine)[engine]
+	if !ok {
+		t.Fatalf("go list found no package %s", engine)
+	}
+	for _, dep := range deps {
+		if strings.HasPrefix(dep, engine+"/") || within(dep, "go.etcd.io/bbolt") || within(dep, "github.com/redis/go-redis") {
+			t.Errorf("the engine depends on %s: it imports no store and no store library", dep)
+		}
+	}
+}
+
+// TestStoresImportNothingAbove: a store (every package under tasks/) depends
+// on the engine and on libraries, never on what uses the engine: not the
+// root package, push, mcp, delegation, acceptance, the CLI or the
+// transports and executors in internal/ (DESIGN.md).
+func TestStoresImportNothingAbove(t *testing.T) {
+	const mod = "github.com/handoff-a2a/handoff"
+	above := []string{mod + "/push", mod + "/mcp", mod + "/delegation", mod + "/acceptance", mod + "/agentcard",
+		mod + "/cmd", mod + "/examples", mod + "/e2e", mod + "/internal/skill", mod + "/internal/a2ahttp",
+		mod + "/internal/a2aconnect", mod + "/internal/rest03", mod + "/internal/tck", mod + "/internal/bench"}
+	stores := depsOf(t, "./tasks/...")
+	delete(stores, mod+"/tasks")
+	if len(stores) == 0 {
+		t.Fatal("go list found no package under tasks/")
+	}
+	for pkg, deps := range stores {
+		for _, dep := range deps {
+			bad := dep == mod
+			for _, a := range above {
+				bad = bad || within(dep, a)
+			}
+			if bad {
+				t.Errorf("%s depends on %s: a store imports nothing above the engine", pkg, dep)
+			}
+		}
+	}
+}

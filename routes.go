@@ -21,7 +21,7 @@ import (
 	a2alog "github.com/a2aproject/a2a-go/v2/log"
 	"github.com/google/uuid"
 
-	"github.com/handoff-a2a/handoff/tasks"
+	"github.com/handoff-a2a/handoff/internal/a2ajson"
 )
 
 // protocolVersion is the A2A version a request asked for.
@@ -412,6 +412,14 @@ type getReplay struct {
 	err error
 }
 
+// flushingStreamer is a handler whose streams flush a buffering transport
+// before each wait for more events, as the engine's
+// SendStreamingMessageWithFlush does; streamJSONRPC streams through it when
+// its handler is one.
+type flushingStreamer interface {
+	SendStreamingMessageWithFlush(ctx context.Context, req *a2a.SendMessageRequest, flush func()) iter.Seq2[a2a.Event, error]
+}
+
 // streamJSONRPC serves SendMessage, SendStreamingMessage and GetTask of
 // JSON-RPC 1.0 and passes every other request to next, a2a-go's JSON-RPC
 // handler. A SendMessage or GetTask answer is written with the store's JSON
@@ -453,7 +461,7 @@ func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 			var buf []byte
 			if err == nil {
 				buf = append(append((*bp)[:0], `{"jsonrpc":"2.0","id":`...), id...)
-				if buf, err = tasks.AppendTask(append(buf, `,"result":`...), t); err != nil {
+				if buf, err = a2ajson.AppendTask(append(buf, `,"result":`...), t); err != nil {
 					buf, err = nil, nil // a2a-go's encoding/json answers t, or says why it cannot
 				}
 			}
@@ -492,12 +500,17 @@ func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 		// Events are flushed when the engine is about to wait for more,
 		// and the last goes out with the end of the response: the events of
 		// one write leave in one network write.
-		ctx = tasks.WithBeforeWait(ctx, func() {
-			if started {
-				flusher.Flush()
-			}
-		})
-		for ev, err := range h.SendStreamingMessage(ctx, &req) {
+		var events iter.Seq2[a2a.Event, error]
+		if fs, ok := h.(flushingStreamer); ok {
+			events = fs.SendStreamingMessageWithFlush(ctx, &req, func() {
+				if started {
+					flusher.Flush()
+				}
+			})
+		} else {
+			events = h.SendStreamingMessage(ctx, &req)
+		}
+		for ev, err := range events {
 			if !started {
 				if err != nil {
 					firstErr = err
@@ -577,7 +590,7 @@ func plainID(id any) bool {
 func appendStreamAnswer(b []byte, ev a2a.Event, err error) []byte {
 	if err == nil {
 		b = append(b, `"result":`...)
-		if out, eerr := tasks.AppendStreamResponse(b, ev); eerr == nil {
+		if out, eerr := a2ajson.AppendStreamResponse(b, ev); eerr == nil {
 			return out
 		}
 		j, merr := json.Marshal(a2a.StreamResponse{Event: ev})

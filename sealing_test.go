@@ -15,6 +15,7 @@ import (
 
 	"github.com/handoff-a2a/handoff/agentcard"
 	"github.com/handoff-a2a/handoff/tasks"
+	"github.com/handoff-a2a/handoff/tasks/boltstore"
 )
 
 var discard = slog.New(slog.DiscardHandler)
@@ -108,7 +109,7 @@ func TestStoreSealerKeys(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "tasks.db")
 	put := func(s *tasks.Sealer, id string) {
-		st, err := tasks.OpenBolt(path, time.Second, tasks.WithSealer(s))
+		st, err := boltstore.Open(path, time.Second, boltstore.WithSealer(s))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +126,7 @@ func TestStoreSealerKeys(t *testing.T) {
 		}
 	}
 	get := func(s *tasks.Sealer, id string) error {
-		st, err := tasks.OpenBolt(path, time.Second, tasks.WithSealer(s))
+		st, err := boltstore.Open(path, time.Second, boltstore.WithSealer(s))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +178,7 @@ func TestAgentSealsPushSecrets(t *testing.T) {
 	if strings.Contains(string(raw), "tok-secret") {
 		t.Fatal("tasks.db holds the token in clear")
 	}
-	plain, err := tasks.OpenBolt(filepath.Join(c.DataDir, "tasks.db"), time.Second)
+	plain, err := boltstore.Open(filepath.Join(c.DataDir, "tasks.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,13 +18,14 @@ import (
 
 	"github.com/handoff-a2a/handoff/push"
 	"github.com/handoff-a2a/handoff/tasks"
+	"github.com/handoff-a2a/handoff/tasks/boltstore"
 )
 
 // deliveryBench stores `webhooks` tasks, each with `events` events and one
 // push config pointing at a local receiver, and returns the bodies a bare
 // client would post.
-func deliveryBench(b *testing.B, webhooks, events int, receiver string) (*tasks.BoltStore, [][]byte) {
-	store, err := tasks.OpenBolt(filepath.Join(b.TempDir(), "tasks.db"), time.Second)
+func deliveryBench(b *testing.B, webhooks, events int, receiver string) (*boltstore.Store, [][]byte) {
+	store, err := boltstore.Open(filepath.Join(b.TempDir(), "tasks.db"), time.Second)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -34,7 +34,7 @@
 //
 // # Replicas
 //
-// On a store that replicas share ([tasks.RedisStore]) a [Dispatcher] takes
+// On a store that replicas share (the Redis store, tasks/redisstore) a [Dispatcher] takes
 // its work from the store's queue (queue.go): each job goes to one replica,
 // one replica at a time delivers a task, and a dead replica's jobs are
 // claimed by another after [DefaultClaimIdle].

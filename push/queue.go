@@ -12,7 +12,7 @@ import (
 )
 
 // sharedQueue is a task store whose push delivery queue the replicas of an
-// agent share ([tasks.RedisStore]): each job ("deliver what is pending for
+// agent share (the Redis store, tasks/redisstore): each job ("deliver what is pending for
 // this task") goes to one replica, and the jobs of a replica that died are
 // claimed by another once idle for long enough.
 type sharedQueue interface {

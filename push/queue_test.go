@@ -22,13 +22,14 @@ import (
 	"github.com/handoff-a2a/handoff/push"
 	"github.com/handoff-a2a/handoff/push/webhook"
 	"github.com/handoff-a2a/handoff/tasks"
+	"github.com/handoff-a2a/handoff/tasks/redisstore"
 )
 
 const machineRedis = "redis://127.0.0.1:6379/0"
 
 // sharedNamespace opens n stores on one fresh Redis namespace, as n
 // replicas would, and deletes its keys when the test ends.
-func sharedNamespace(t *testing.T, n int) ([]*tasks.RedisStore, *redis.Client, string) {
+func sharedNamespace(t *testing.T, n int) ([]*redisstore.Store, *redis.Client, string) {
 	t.Helper()
 	if c, err := net.DialTimeout("tcp", "127.0.0.1:6379", time.Second); err != nil {
 		t.Fatalf("the shared queue tests need the machine's Redis on 127.0.0.1:6379: %v", err)
@@ -48,9 +49,9 @@ func sharedNamespace(t *testing.T, n int) ([]*tasks.RedisStore, *redis.Client, s
 		}
 		rdb.Close()
 	})
-	var out []*tasks.RedisStore
+	var out []*redisstore.Store
 	for range n {
-		s, err := tasks.OpenRedis(t.Context(), machineRedis, ns)
+		s, err := redisstore.Open(t.Context(), machineRedis, ns)
 		if err != nil {
 			t.Fatal(err)
 		}

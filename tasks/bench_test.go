@@ -15,6 +15,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/handoff-a2a/handoff/tasks"
+	"github.com/handoff-a2a/handoff/tasks/boltstore"
 )
 
 // doneExec completes every task at once, as the benchmark's executor.
@@ -39,13 +40,13 @@ func (doneExec) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[
 // of its own or a share of a group commit, and fewer per send leave more
 // room in every fsync.
 type countingStore struct {
-	*tasks.BoltStore
+	*boltstore.Store
 	appends atomic.Int64
 }
 
 func (s *countingStore) Append(ctx context.Context, next *tasks.Snapshot, events []a2a.Event) error {
 	s.appends.Add(1)
-	return s.BoltStore.Append(ctx, next, events)
+	return s.Store.Append(ctx, next, events)
 }
 
 func benchSend(b *testing.B, h a2asrv.RequestHandler) {
@@ -65,11 +66,11 @@ func benchSend(b *testing.B, h a2asrv.RequestHandler) {
 }
 
 func newBenchEngine(b *testing.B) (*tasks.Engine, *countingStore) {
-	bolt, err := tasks.OpenBolt(filepath.Join(b.TempDir(), "tasks.db"), time.Second)
+	bolt, err := boltstore.Open(filepath.Join(b.TempDir(), "tasks.db"), time.Second)
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := &countingStore{BoltStore: bolt}
+	st := &countingStore{Store: bolt}
 	e, err := tasks.NewEngine(context.Background(), st, doneExec{})
 	if err != nil {
 		b.Fatal(err)
@@ -132,8 +133,8 @@ func BenchmarkSendMessageRatio(b *testing.B) {
 // against a 4 MiB cache: most reads decode.
 func BenchmarkBoltGet(b *testing.B) {
 	owner := tasks.Owner{Principal: "bench"}
-	open := func(b *testing.B, n int) (*tasks.BoltStore, []a2a.TaskID) {
-		st, err := tasks.OpenBolt(filepath.Join(b.TempDir(), "tasks.db"), time.Second)
+	open := func(b *testing.B, n int) (*boltstore.Store, []a2a.TaskID) {
+		st, err := boltstore.Open(filepath.Join(b.TempDir(), "tasks.db"), time.Second)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -15,16 +15,19 @@
 //
 // # Stores
 //
-// [Store] is one interface for tasks, their event logs and their push
-// configs. [BoltStore] keeps them in a bbolt file with a write-ahead log in
-// front (wal.go): concurrent writers share one fsync of the log (group
-// commit), and bbolt takes their writes up in the background. Every read is checked against the
-// task's [Owner]: another caller's task reads as [ErrNotFound]. [RedisStore]
-// keeps them in Redis (a Stream per task's log, one Lua script per append).
+// The engine declares the stores it consumes and imports none: [Store] is
+// one interface for tasks, their event logs and their push configs, and
+// [SharedStore] adds what replicas need to share one. Every read is checked
+// against the task's [Owner]: another caller's task reads as [ErrNotFound].
+// Two packages implement them: tasks/boltstore keeps them in a bbolt file
+// with a write-ahead log in front (concurrent writers share one fsync), and
+// tasks/redisstore keeps them in Redis (a Stream per task's log, one Lua
+// script per append). A [Sealer], built by the agent and given to either,
+// seals push secrets before they are stored.
 //
 // # Replicas
 //
-// Engines on one [RedisStore] namespace are replicas of one agent (see
+// Engines on one Redis namespace are replicas of one agent (see
 // replica.go): each task runs on one replica under a lease it renews; a
 // replica takes over the tasks whose lease expired; subscribers on any
 // replica follow the task's Stream; a cancel reaches the replica running

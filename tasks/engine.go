@@ -67,7 +67,7 @@ var _ a2asrv.RequestHandler = (*Engine)(nil)
 // the store holds as submitted or working were running when the process
 // stopped: NewEngine takes them up again when exec is a [Resumer] that can
 // resume them, and ends the others failed, with a status message saying so.
-// On a store that replicas share ([RedisStore]) the engine is one replica:
+// On a store that replicas share (the Redis store) the engine is one replica:
 // it takes only the tasks whose lease expired, and keeps doing so while it
 // runs (see [WithLeaseTTL]); tasks another replica runs stay its own.
 func NewEngine(ctx context.Context, store Store, exec a2asrv.AgentExecutor, opts ...Option) (*Engine, error) {
@@ -85,7 +85,7 @@ func NewEngine(ctx context.Context, store Store, exec a2asrv.AgentExecutor, opts
 		idle:    make(chan struct{}),
 	}
 	recovered := e.recover
-	if s, ok := store.(sharedStore); ok { // other replicas' running tasks are theirs
+	if s, ok := store.(SharedStore); ok { // other replicas' running tasks are theirs
 		recovered = func(ctx context.Context) error { return e.startReplica(ctx, s) }
 	}
 	if err := recovered(ctx); err != nil {
@@ -109,7 +109,7 @@ func (e *Engine) recover(ctx context.Context) error {
 		}
 		ev := a2a.NewStatusUpdateEvent(snap.Task, a2a.TaskStateFailed,
 			agentMessage(snap.Task, "The agent restarted while this task was running; its work was lost. Send the request again."))
-		next, err := apply(snap, ev, time.Now())
+		next, err := Apply(snap, ev, time.Now())
 		if err != nil {
 			return fmt.Errorf("recover task %s: %w", snap.Task.ID, err)
 		}
@@ -144,6 +144,16 @@ func ownerFrom(ctx context.Context, tenant string) Owner {
 		}
 	}
 	return o
+}
+
+// mayApprove reports whether the caller is an authenticated principal the
+// engine's [WithApprovers] check accepts.
+func (e *Engine) mayApprove(ctx context.Context) bool {
+	if e.cfg.isApprover == nil {
+		return false
+	}
+	cc, ok := a2asrv.CallContextFrom(ctx)
+	return ok && cc.User != nil && cc.User.Authenticated && e.cfg.isApprover(cc.User.Name)
 }
 
 // publicError turns a store error into what a client may see: not-found
@@ -520,7 +530,7 @@ func (e *Engine) start(ctx context.Context, req *a2a.SendMessageRequest) (_ *run
 	if msg.TaskID != "" {
 		var err error
 		h, base, err = e.acquire(ctx, owner, msg.TaskID)
-		if errors.Is(err, a2a.ErrTaskNotFound) && e.cfg.mayApprove != nil && e.cfg.mayApprove(ctx) {
+		if errors.Is(err, a2a.ErrTaskNotFound) && e.mayApprove(ctx) {
 			// An approver answers for the task's owner, with an approval and
 			// nothing else: the task stays theirs, and only the decision is kept.
 			if taskOwner, oerr := e.store.OwnerOf(ctx, msg.TaskID); oerr == nil {
@@ -668,6 +678,16 @@ func (r *run) answer(ctx context.Context, cfg *a2a.SendMessageConfig) (a2a.SendM
 // SendStreamingMessage implements [a2asrv.RequestHandler]: the task first,
 // then its events in order, until it ends or needs input.
 func (e *Engine) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+	return e.SendStreamingMessageWithFlush(ctx, req, nil)
+}
+
+// SendStreamingMessageWithFlush is [Engine.SendStreamingMessage] for a
+// transport that buffers what it writes: the stream calls flush, when not
+// nil, whenever it has yielded every committed event and is about to wait
+// for the next, so the transport flushes once for the events of one write
+// instead of once per event. flush runs in the goroutine that ranges over
+// the stream.
+func (e *Engine) SendStreamingMessageWithFlush(ctx context.Context, req *a2a.SendMessageRequest, flush func()) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		if !e.cfg.caps.Streaming {
 			yield(nil, a2a.NewError(a2a.ErrUnsupportedOperation, "this agent does not stream"))
@@ -679,7 +699,7 @@ func (e *Engine) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageR
 			return
 		}
 		if repeat != nil {
-			e.streamRepeat(ctx, repeat, ownerFrom(ctx, req.Tenant))(yield)
+			e.streamRepeat(ctx, repeat, ownerFrom(ctx, req.Tenant), flush)(yield)
 			return
 		}
 		defer e.release(r.h.taskID(), r.h)
@@ -693,7 +713,7 @@ func (e *Engine) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageR
 		}
 		// A new task's log opens with the task; a continued one's with the
 		// task working again, the message in its history.
-		e.follow(ctx, r.h, r, r.owner, version(base), yield)
+		e.follow(ctx, r.h, r, r.owner, version(base), flush, yield)
 	}
 }
 
@@ -701,7 +721,8 @@ func (e *Engine) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageR
 // run ends, or the consumer stops, and returns the seq of the last event it
 // yielded. r, when set, is the run whose result ends
 // the stream if it produced no task (a direct message or an early error).
-func (e *Engine) follow(ctx context.Context, h *hub, r *run, owner Owner, after uint64, yield func(a2a.Event, error) bool) uint64 {
+// flush, when set, is called before each wait for more events.
+func (e *Engine) follow(ctx context.Context, h *hub, r *run, owner Owner, after uint64, flush func(), yield func(a2a.Event, error) bool) uint64 {
 	for {
 		h.mu.Lock()
 		evs, inMemory := h.sinceLocked(after)
@@ -738,8 +759,8 @@ func (e *Engine) follow(ctx context.Context, h *hub, r *run, owner Owner, after 
 			}
 			return after
 		}
-		if f, ok := ctx.Value(beforeWaitKey{}).(func()); ok {
-			f()
+		if flush != nil {
+			flush()
 		}
 		if err := wait(ctx, wake); err != nil {
 			return after
@@ -753,17 +774,6 @@ func (e *Engine) follow(ctx context.Context, h *hub, r *run, owner Owner, after 
 // made its commits write several pages per task.
 func newTaskID() a2a.TaskID {
 	return a2a.TaskID(uuid.Must(uuid.NewV7()).String()) // panics as a2a.NewTaskID does, without randomness
-}
-
-type beforeWaitKey struct{}
-
-// WithBeforeWait returns a copy of ctx under which the engine's streams call
-// f whenever they have yielded every committed event and are about to wait
-// for the next: a transport that buffers what it writes flushes there, once
-// for the events of one write instead of once per event. f runs in the
-// goroutine that ranges over the stream.
-func WithBeforeWait(ctx context.Context, f func()) context.Context {
-	return context.WithValue(ctx, beforeWaitKey{}, f)
 }
 
 // endsStream reports whether ev leaves the task final, which closes a stream.
@@ -832,7 +842,7 @@ func (e *Engine) followToEnd(ctx context.Context, h *hub, owner Owner, after uin
 		return true
 	}
 	for {
-		after = e.follow(ctx, h, nil, owner, after, track)
+		after = e.follow(ctx, h, nil, owner, after, nil, track)
 		if stopped || terminal || ctx.Err() != nil {
 			return
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/handoff-a2a/handoff/tasks"
+	"github.com/handoff-a2a/handoff/tasks/boltstore"
 )
 
 // BenchmarkFanOut streams one task's events to 1 and 100 subscribers: the
@@ -106,7 +107,7 @@ func (manyEvents) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq
 // write, publish).
 func BenchmarkEventOverhead(b *testing.B) {
 	const perTask = 100
-	st, err := tasks.OpenBolt(filepath.Join(b.TempDir(), "tasks.db"), time.Second)
+	st, err := boltstore.Open(filepath.Join(b.TempDir(), "tasks.db"), time.Second)
 	if err != nil {
 		b.Fatal(err)
 	}

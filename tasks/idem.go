@@ -143,7 +143,7 @@ func (e *Engine) sendRepeat(ctx context.Context, h *hub, owner Owner, req *a2a.S
 
 // streamRepeat follows the task a repeated streaming message's key already
 // started: the task as it stands, then its events, as a subscription.
-func (e *Engine) streamRepeat(ctx context.Context, h *hub, owner Owner) iter.Seq2[a2a.Event, error] {
+func (e *Engine) streamRepeat(ctx context.Context, h *hub, owner Owner, flush func()) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		defer e.release(h.id, h)
 		snap, r, err := repeatOf(h, owner)
@@ -156,6 +156,6 @@ func (e *Engine) streamRepeat(ctx context.Context, h *hub, owner Owner) iter.Seq
 				return
 			}
 		}
-		e.follow(ctx, h, r, owner, version(snap), yield)
+		e.follow(ctx, h, r, owner, version(snap), flush, yield)
 	}
 }

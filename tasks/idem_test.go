@@ -18,6 +18,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/handoff-a2a/handoff/tasks"
+	"github.com/handoff-a2a/handoff/tasks/boltstore"
 )
 
 // countingExec counts the executions scriptExec starts.
@@ -152,9 +153,9 @@ func shutdown(e *tasks.Engine) {
 }
 
 // openEngine is newEngine with the executor given.
-func openEngine(t *testing.T, dir string, x a2asrv.AgentExecutor, opts ...tasks.Option) (*tasks.BoltStore, *tasks.Engine) {
+func openEngine(t *testing.T, dir string, x a2asrv.AgentExecutor, opts ...tasks.Option) (*boltstore.Store, *tasks.Engine) {
 	t.Helper()
-	st, err := tasks.OpenBolt(filepath.Join(dir, "tasks.db"), time.Second)
+	st, err := boltstore.Open(filepath.Join(dir, "tasks.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

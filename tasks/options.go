@@ -23,7 +23,7 @@ type engineConfig struct {
 	logger        *slog.Logger
 	onCommit      func(a2a.TaskID)
 	onPushConfig  func(a2a.TaskID)
-	mayApprove    func(context.Context) bool
+	isApprover    func(principal string) bool
 	checkPushURL  func(context.Context, string) error
 	leaseTTL      time.Duration
 	// idempotencyKey reads a message's idempotency key; nil: none has one.
@@ -97,15 +97,18 @@ func WithPushURLCheck(f func(ctx context.Context, url string) error) Option {
 	return optionFunc(func(cfg *engineConfig) { cfg.checkPushURL = f })
 }
 
-// WithApprovers lets callers for whom isApprover is true answer an approval
-// request on another caller's task while it waits for input, when the
-// executor is an [ApprovalReader]: an approval is the one message they may
-// send to it (any other is refused as TaskNotFound), the owner's history
+// WithApprovers lets the authenticated callers whose principal (the name
+// a2a-go's call context gives its user) isApprover accepts answer an
+// approval request on another caller's task while it waits for input, when
+// the executor is an [ApprovalReader]: an approval is the one message they
+// may send to it (any other is refused as TaskNotFound), the owner's history
 // keeps only its decision, and they get back the task's id and status, not
 // its history or artifacts. The task stays its owner's; nothing else of it
-// is visible to them. By default nobody may.
-func WithApprovers(isApprover func(ctx context.Context) bool) Option {
-	return optionFunc(func(cfg *engineConfig) { cfg.mayApprove = isApprover })
+// is visible to them. isApprover is asked at every such message, so it may
+// answer from a list that a reload replaces. By default nobody may;
+// anonymous callers never may.
+func WithApprovers(isApprover func(principal string) bool) Option {
+	return optionFunc(func(cfg *engineConfig) { cfg.isApprover = isApprover })
 }
 
 // WithPushConfigHook sets a function called after a push config of a task

@@ -12,11 +12,12 @@ import (
 	"github.com/google/uuid"
 )
 
-// sharedStore is a [Store] that several engines (replicas of one agent)
+// SharedStore is a [Store] that several engines (replicas of one agent)
 // share, with what they need to share its tasks: a lease per running task,
 // the tails of event logs, and cancel requests between replicas.
-// [RedisStore] is one; an engine on any other store runs alone.
-type sharedStore interface {
+// The Redis store (package tasks/redisstore) is one; an engine on any other
+// store runs alone.
+type SharedStore interface {
 	Store
 	// Claim takes a task's lease for holder unless someone holds it.
 	Claim(ctx context.Context, id a2a.TaskID, holder string, ttl time.Duration) (bool, error)
@@ -43,14 +44,14 @@ var errLeaseLost = errors.New("another replica took this task over")
 // task followed meanwhile waits at most this long for its first event.
 const tailBlock = 250 * time.Millisecond
 
-// replica is what an engine on a [sharedStore] adds: every task it runs is
+// replica is what an engine on a [SharedStore] adds: every task it runs is
 // under a lease it renews every ttl/3; every ttl/2 it sweeps the unfinished
 // tasks and takes over those whose lease expired (their replica died), so a
 // task left by a dead replica ends (resumed or failed) within about 1.5 ttl.
 // Tasks that run elsewhere are followed by tailing their logs, and a cancel
 // of one is sent to the replica that runs it.
 type replica struct {
-	store sharedStore
+	store SharedStore
 	id    string
 	ttl   time.Duration
 
@@ -66,7 +67,7 @@ type replica struct {
 // startReplica makes e one replica among those sharing s: it takes over
 // the unfinished tasks nobody holds (the start's recovery), then keeps its
 // leases, the sweep, the tails and the cancel requests going until Shutdown.
-func (e *Engine) startReplica(ctx context.Context, s sharedStore) error {
+func (e *Engine) startReplica(ctx context.Context, s SharedStore) error {
 	e.rep = &replica{store: s, id: uuid.NewString(), ttl: e.cfg.leaseTTL,
 		held: make(map[a2a.TaskID]bool), tails: make(map[a2a.TaskID]*hub), poke: make(chan struct{}, 1),
 		fails: make(map[string]bool)}
@@ -291,7 +292,7 @@ func (e *Engine) takeOver(ctx context.Context, owner Owner, id a2a.TaskID) error
 	if err != nil {
 		return err
 	}
-	if !isUnfinished(snap.Task.Status.State) { // it ended between the list and the claim
+	if !IsUnfinished(snap.Task.Status.State) { // it ended between the list and the claim
 		e.unclaim(id)
 		return nil
 	}
@@ -301,7 +302,7 @@ func (e *Engine) takeOver(ctx context.Context, owner Owner, id a2a.TaskID) error
 	}
 	ev := a2a.NewStatusUpdateEvent(snap.Task, a2a.TaskStateFailed,
 		agentMessage(snap.Task, "The agent replica running this task stopped; its work was lost. Send the request again."))
-	next, err := apply(snap, ev, time.Now())
+	next, err := Apply(snap, ev, time.Now())
 	if err != nil {
 		return fmt.Errorf("take over task %s: %w", id, err)
 	}
@@ -426,7 +427,7 @@ func (e *Engine) deliver(h *hub, evs []Event) {
 		if ev.Seq != h.snap.Version+1 {
 			continue
 		}
-		next, err := apply(h.snap, ev.Event, time.Now())
+		next, err := Apply(h.snap, ev.Event, time.Now())
 		if err != nil {
 			e.cfg.logger.Error("follow task events", slog.String("task_id", string(h.id)), slog.Any("error", err))
 			h.remote = false
@@ -551,7 +552,7 @@ func (e *Engine) writtenElsewhere(r *run, prev *Snapshot, err error) *Snapshot {
 	}
 	snap := prev
 	for _, ev := range evs {
-		next, aerr := apply(snap, ev.Event, time.Now())
+		next, aerr := Apply(snap, ev.Event, time.Now())
 		if aerr != nil {
 			return nil
 		}

@@ -8,7 +8,9 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/handoff-a2a/handoff/internal/redistest"
 	"github.com/handoff-a2a/handoff/tasks"
+	"github.com/handoff-a2a/handoff/tasks/redisstore"
 )
 
 // testLease keeps the takeover tests short: a dead replica's task ends
@@ -17,23 +19,23 @@ const testLease = 900 * time.Millisecond
 
 // replicas starts n engines sharing one Redis namespace, each with its own
 // store (connections) and executor, as n processes would.
-func replicas(t *testing.T, n int, opts ...tasks.Option) ([]*tasks.Engine, []*scriptExec, []*tasks.RedisStore) {
+func replicas(t *testing.T, n int, opts ...tasks.Option) ([]*tasks.Engine, []*scriptExec, []*redisstore.Store) {
 	t.Helper()
-	return replicasOn(t, redisURL(t), n, opts...)
+	return replicasOn(t, redistest.ServerURL(t), n, opts...)
 }
 
-func replicasOn(t *testing.T, url string, n int, opts ...tasks.Option) ([]*tasks.Engine, []*scriptExec, []*tasks.RedisStore) {
+func replicasOn(t *testing.T, url string, n int, opts ...tasks.Option) ([]*tasks.Engine, []*scriptExec, []*redisstore.Store) {
 	t.Helper()
-	first, prefix := openRedis(t, url)
+	first, prefix := redistest.OpenStore(t, url)
 	ns := strings.TrimSuffix(strings.TrimPrefix(prefix, "handoff:{"), "}:")
 	var (
 		es     []*tasks.Engine
 		xs     []*scriptExec
-		stores = []*tasks.RedisStore{first}
+		stores = []*redisstore.Store{first}
 	)
 	for i := range n {
 		if i > 0 {
-			s, err := tasks.OpenRedis(t.Context(), url, ns)
+			s, err := redisstore.Open(t.Context(), url, ns)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +79,7 @@ func startWaiting(t *testing.T, e *tasks.Engine) *a2a.Task {
 func waitState(t *testing.T, e *tasks.Engine, id a2a.TaskID, want a2a.TaskState) *a2a.Task {
 	t.Helper()
 	var got *a2a.Task
-	waitFor(t, 10*time.Second, "task "+string(id)+" "+string(want), func() bool {
+	redistest.WaitFor(t, 10*time.Second, "task "+string(id)+" "+string(want), func() bool {
 		var err error
 		got, err = e.GetTask(t.Context(), &a2a.GetTaskRequest{ID: id})
 		return err == nil && got.Status.State == want
@@ -245,7 +247,7 @@ func TestReplicasWrittenElsewhere(t *testing.T) {
 		done <- result{res, err}
 	}()
 	var id a2a.TaskID
-	waitFor(t, 10*time.Second, "the task to work", func() bool {
+	redistest.WaitFor(t, 10*time.Second, "the task to work", func() bool {
 		page, err := stores[0].List(t.Context(), tasks.ListQuery{Owner: tasks.Owner{Principal: tasks.AnonymousPrincipal}, PageSize: 10})
 		if err != nil || len(page.Tasks) != 1 || page.Tasks[0].Task.Status.State != a2a.TaskStateWorking {
 			return false
@@ -321,4 +323,28 @@ func subscribed(t *testing.T, e *tasks.Engine, id a2a.TaskID) <-chan subscriptio
 		t.Fatalf("subscription to task %s never opened", id)
 	}
 	return out
+}
+
+// TestReplicasOnCluster runs two replicas' engines on a Redis Cluster: an
+// agent's keys share one hash slot, so its scripts, multi-key reads and
+// Pub/Sub work there.
+func TestReplicasOnCluster(t *testing.T) {
+	url := redistest.StartCluster(t)
+	es, _, _ := replicasOn(t, url, 2)
+	a, b := es[0], es[1]
+	task := startWaiting(t, a)
+	sub := subscribed(t, b, task.ID)
+	got, err := b.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: task.ID})
+	if err != nil || got.Status.State != a2a.TaskStateCanceled {
+		t.Fatalf("CancelTask on B of A's task: %v, %v", got, err)
+	}
+	evs := (<-sub).evs
+	if len(evs) < 2 || !endsCanceled(evs[len(evs)-1]) {
+		t.Fatalf("subscription on B = %s, want it to end canceled", kinds(evs))
+	}
+}
+
+func endsCanceled(ev a2a.Event) bool {
+	s, ok := ev.(*a2a.TaskStatusUpdateEvent)
+	return ok && s.Status.State == a2a.TaskStateCanceled
 }

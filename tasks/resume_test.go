@@ -13,6 +13,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/handoff-a2a/handoff/tasks"
+	"github.com/handoff-a2a/handoff/tasks/boltstore"
 )
 
 // resumer resumes tasks started with "wait": it reports working, waits for
@@ -55,7 +56,7 @@ func (x *resumer) Resume(ctx context.Context, ec *a2asrv.ExecutorContext) iter.S
 // resume, through the ordinary run (subscribe, cancel), and fails the rest.
 func TestRestartResumesTasks(t *testing.T) {
 	dir := t.TempDir()
-	st, err := tasks.OpenBolt(filepath.Join(dir, "tasks.db"), time.Second)
+	st, err := boltstore.Open(filepath.Join(dir, "tasks.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestRestartResumesTasks(t *testing.T) {
 	st.Close() // the process "dies": nothing more is written
 	close(old.release)
 
-	st2, err := tasks.OpenBolt(filepath.Join(dir, "tasks.db"), time.Second)
+	st2, err := boltstore.Open(filepath.Join(dir, "tasks.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func (x *leaver) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.S
 // working, and the next start resumes it; another running task is failed.
 func TestShutdownLeavesResumableTasks(t *testing.T) {
 	dir := t.TempDir()
-	st, err := tasks.OpenBolt(filepath.Join(dir, "tasks.db"), time.Second)
+	st, err := boltstore.Open(filepath.Join(dir, "tasks.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

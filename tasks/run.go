@@ -329,7 +329,7 @@ func (r *run) recordLocked(ev a2a.Event, msg *a2a.Message) bool {
 		} else {
 			t := r.firstTask(a2a.NewSubmittedTask(r.ec, r.keptMessage()))
 			var err error
-			if next, err = apply(nil, t, now); err != nil {
+			if next, err = Apply(nil, t, now); err != nil {
 				r.err = a2a.NewError(a2a.ErrInternalError, err.Error())
 				r.ended = true
 				return false
@@ -351,7 +351,7 @@ func (r *run) recordLocked(ev a2a.Event, msg *a2a.Message) bool {
 		next = &Snapshot{Task: &t, Owner: next.Owner, Version: next.Version + 1, Updated: now}
 		r.pending = append(r.pending, &t)
 	} else {
-		n, err := apply(next, ev, now)
+		n, err := Apply(next, ev, now)
 		if err != nil {
 			made := len(r.pending) > queued
 			r.pending = r.pending[:queued] // a submitted task made above goes with the refused event

@@ -43,12 +43,12 @@ const sealedPrefix = "sealed:v1:"
 // on are read as they are and sealed when their config is next stored.
 //
 // A sealed URL is stored as its masked form ([MaskedURL]), then "#" and the
-// sealed value: a listing that cannot open it ([ListingOnly]) still shows
+// sealed value: a listing that cannot open it ([ListingSealer]) still shows
 // where the config delivers.
 type Sealer struct {
 	sealID string
 	aeads  map[string]cipher.AEAD // by key id
-	// listing: open nothing, show sealed values masked (see ListingOnly).
+	// listing: open nothing, show sealed values masked (see ListingSealer).
 	listing bool
 }
 
@@ -194,9 +194,10 @@ func MaskedURL(raw string) string {
 	return out
 }
 
-// seal returns a copy of cfg with its secrets sealed, or cfg itself when s
-// is nil (no sealing) or cfg holds no secret.
-func (s *Sealer) seal(cfg *a2a.PushConfig) (*a2a.PushConfig, error) {
+// Seal returns a copy of cfg with its secrets sealed, or cfg itself when s
+// is nil (no sealing) or cfg holds no secret. A store calls it before it
+// keeps a push config.
+func (s *Sealer) Seal(cfg *a2a.PushConfig) (*a2a.PushConfig, error) {
 	if s == nil || cfg == nil || (cfg.Token == "" && (cfg.Auth == nil || cfg.Auth.Credentials == "") && !secretURL(cfg.URL)) {
 		return cfg, nil
 	}
@@ -221,9 +222,10 @@ func (s *Sealer) seal(cfg *a2a.PushConfig) (*a2a.PushConfig, error) {
 	return &out, nil
 }
 
-// open returns a copy of a stored cfg with its secrets opened. A nil s
-// opens nothing, and refuses a sealed value.
-func (s *Sealer) open(cfg *a2a.PushConfig) (*a2a.PushConfig, error) {
+// Open returns a copy of a stored cfg with its secrets opened. A nil s
+// opens nothing, and refuses a sealed value with [ErrUnsealable]. A store
+// calls it on every push config it reads back.
+func (s *Sealer) Open(cfg *a2a.PushConfig) (*a2a.PushConfig, error) {
 	if cfg == nil || (!strings.HasPrefix(cfg.Token, sealedPrefix) && (cfg.Auth == nil || !strings.HasPrefix(cfg.Auth.Credentials, sealedPrefix)) &&
 		!strings.Contains(cfg.URL, "#"+sealedPrefix)) {
 		return cfg, nil
@@ -246,31 +248,9 @@ func (s *Sealer) open(cfg *a2a.PushConfig) (*a2a.PushConfig, error) {
 	return &out, nil
 }
 
-// A StoreOption configures [OpenBolt] and [OpenRedis].
-type StoreOption interface {
-	RedisOption
-	BoltOption
-}
-
-// A BoltOption configures [OpenBolt].
-type BoltOption interface{ applyBolt(*boltConfig) }
-
-type boltConfig struct {
-	sealer *Sealer
-}
-
-type sealerOption struct{ s *Sealer }
-
-func (o sealerOption) applyRedis(c *redisConfig) { c.sealer = o.s }
-func (o sealerOption) applyBolt(c *boltConfig)   { c.sealer = o.s }
-
-// WithSealer seals the secrets of push configs with s before the store
-// keeps them, and opens them when it reads them back. Without it they are
-// stored as given, and a sealed one read back fails with [ErrUnsealable].
-func WithSealer(s *Sealer) StoreOption { return sealerOption{s} }
-
-// ListingOnly opens a store only to list its push configs without their
-// keys (the push status of a stopped agent): sealed secrets are read back
-// masked, a sealed URL as its masked form, and storing a config with a
-// secret fails. A store opened so must not deliver.
-func ListingOnly() StoreOption { return sealerOption{&Sealer{listing: true}} }
+// ListingSealer returns a Sealer for a store opened only to list its push
+// configs without their keys (the push status of a stopped agent): it opens
+// nothing and shows sealed secrets masked, a sealed URL as its masked form,
+// and it refuses to seal, so storing a config with a secret fails. A store
+// given it must not deliver.
+func ListingSealer() *Sealer { return &Sealer{listing: true} }

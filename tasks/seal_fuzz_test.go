@@ -21,14 +21,14 @@ func FuzzSealed(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, token, cred, stored string) {
 		cfg := &a2a.PushConfig{TaskID: "t", ID: "c", URL: "https://hook", Token: token, Auth: &a2a.PushAuthInfo{Scheme: "Bearer", Credentials: cred}}
-		sealed, err := s.seal(cfg)
+		sealed, err := s.Seal(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if (token != "" && sealed.Token == token) || (cred != "" && sealed.Auth.Credentials == cred) {
 			t.Fatalf("a secret stayed in clear: %+v", sealed)
 		}
-		opened, err := s.open(sealed)
+		opened, err := s.Open(sealed)
 		if err != nil || opened.Token != token || opened.Auth.Credentials != cred {
 			t.Fatalf("open(seal) = %+v, %v", opened, err)
 		}
@@ -36,7 +36,7 @@ func FuzzSealed(f *testing.F) {
 			t.Fatal("seal changed the caller's config")
 		}
 		forged := &a2a.PushConfig{TaskID: "t", ID: "c", Token: sealedPrefix + stored}
-		if got, err := s.open(forged); !errors.Is(err, ErrUnsealable) {
+		if got, err := s.Open(forged); !errors.Is(err, ErrUnsealable) {
 			t.Fatalf("open of %q = %+v, %v; want ErrUnsealable", forged.Token, got, err)
 		}
 	})

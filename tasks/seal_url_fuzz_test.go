@@ -23,11 +23,11 @@ func FuzzSealedURL(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
 		cfg := &a2a.PushConfig{TaskID: "t", ID: "c", URL: raw}
-		sealed, err := s.seal(cfg)
+		sealed, err := s.Seal(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		opened, err := s.open(sealed)
+		opened, err := s.Open(sealed)
 		if err != nil || opened.URL != raw {
 			t.Fatalf("open(seal(%q)) = %+v, %v", raw, opened, err)
 		}

@@ -35,10 +35,12 @@ func validState(s a2a.TaskState) bool {
 	return false
 }
 
-// apply returns the snapshot that results from ev, leaving prev untouched:
-// only what the event changes is copied. prev is nil for a task that does not
-// exist yet, in which case ev must be the task itself.
-func apply(prev *Snapshot, ev a2a.Event, now time.Time) (*Snapshot, error) {
+// Apply is the task state machine: it returns the snapshot that results
+// from ev, leaving prev untouched: only what the event changes is copied, so
+// a store may keep what it encoded of the parts the two share. prev is nil
+// for a task that does not exist yet, in which case ev must be the task
+// itself. A sequence the machine refuses is [ErrInvalidEvent].
+func Apply(prev *Snapshot, ev a2a.Event, now time.Time) (*Snapshot, error) {
 	if prev == nil {
 		t, ok := ev.(*a2a.Task)
 		if !ok {

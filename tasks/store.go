@@ -17,6 +17,11 @@ var (
 	ErrConflict = errors.New("concurrent modification")
 	// ErrCorrupt means a stored record could not be decoded.
 	ErrCorrupt = errors.New("corrupt record")
+	// ErrInvalidPageToken means a ListQuery's PageToken was not made by
+	// the store.
+	ErrInvalidPageToken = errors.New("invalid page token")
+	// ErrClosed is returned by a store's methods after Close.
+	ErrClosed = errors.New("store closed")
 )
 
 // Owner is the caller a task is bound to at creation. Every later read and
@@ -38,6 +43,12 @@ type Snapshot struct {
 	Version uint64
 	// Updated is when the task's status last changed; lists are ordered by it.
 	Updated time.Time
+}
+
+// IsUnfinished reports whether a task in state s is one [Store.Unfinished]
+// returns: submitted or working.
+func IsUnfinished(s a2a.TaskState) bool {
+	return s == a2a.TaskStateSubmitted || s == a2a.TaskStateWorking
 }
 
 // Event is one entry of a task's event log.
@@ -83,6 +94,15 @@ type PushDelivery struct {
 	// DeliveredCount counts the events delivered; Dead lists the ones given up.
 	DeliveredCount int            `json:"delivered_count,omitempty"`
 	Dead           []DeadDelivery `json:"dead,omitempty"`
+}
+
+// A PushJob is one entry of the push delivery queue that replicas share
+// (the Redis store's): "deliver what is pending for this task".
+type PushJob struct {
+	// ID is the entry's ID in the queue, which acknowledges it.
+	ID string
+	// Task is the task whose deliveries are pending.
+	Task a2a.TaskID
 }
 
 // DeadDelivery is an event whose delivery was given up.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/handoff-a2a/handoff/push"
 	"github.com/handoff-a2a/handoff/tasks"
+	"github.com/handoff-a2a/handoff/tasks/boltstore"
 )
 
 // runPush dispatches "handoff push status".
@@ -54,7 +55,7 @@ func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // localPushStatus reads every push config of a stopped agent's store. It
 // has none of the agent's keys: sealed secrets are listed masked.
 func localPushStatus(ctx context.Context, dir string) ([]push.Status, error) {
-	store, err := tasks.OpenBolt(filepath.Join(dir, "tasks.db"), time.Second, tasks.ListingOnly())
+	store, err := boltstore.Open(filepath.Join(dir, "tasks.db"), time.Second, boltstore.WithSealer(tasks.ListingSealer()))
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("the agent using %s is running: ask it with handoff push status URL", dir)
 	}

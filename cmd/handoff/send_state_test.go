@@ -15,6 +15,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/handoff-a2a/handoff/tasks"
+	"github.com/handoff-a2a/handoff/tasks/boltstore"
 )
 
 // resumableAgent works until its context ends and can resume its tasks, as a delegation
@@ -47,7 +48,7 @@ func (a resumableAgent) Resume(ctx context.Context, ec *a2asrv.ExecutorContext) 
 // still working (the agent stopped, leaving the task to resume) is a failure of the
 // command, and it says which task and why.
 func TestSendExitsNonZeroOnUnfinishedTask(t *testing.T) {
-	st, err := tasks.OpenBolt(filepath.Join(t.TempDir(), "tasks.db"), time.Second)
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "tasks.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/handoff-a2a/handoff/tasks"
+	"github.com/handoff-a2a/handoff/tasks/boltstore"
 )
 
 const storeSynopsis = "recover --data-dir DIR [--apply] [--json]"
@@ -61,7 +61,7 @@ Flags:
 		return usagef("store recover: want --data-dir DIR")
 	}
 	path := filepath.Join(*dataDir, "tasks.db")
-	r, err := tasks.RecoverBolt(path, time.Second, *apply)
+	r, err := boltstore.Recover(path, time.Second, *apply)
 	if errors.Is(err, bolt.ErrTimeout) {
 		return fmt.Errorf("store recover: the agent using %s is running: stop it first", *dataDir)
 	}
@@ -78,7 +78,7 @@ Flags:
 }
 
 // writeRecovery prints a recovery's report for an operator.
-func writeRecovery(w io.Writer, path string, r *tasks.Recovery) error {
+func writeRecovery(w io.Writer, path string, r *boltstore.Recovery) error {
 	fmt.Fprintf(w, "task store %s: it holds log records up to %d; %d more to apply\n", path, r.Applied, r.Replay)
 	if r.Lossless() {
 		if r.Written {
@@ -125,7 +125,7 @@ func writeRecovery(w io.Writer, path string, r *tasks.Recovery) error {
 }
 
 // describeDamage says what a damaged part of the log held.
-func describeDamage(d tasks.LogDamage) string {
+func describeDamage(d boltstore.LogDamage) string {
 	var held string
 	switch {
 	case d.To == 0:

@@ -14,12 +14,13 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/handoff-a2a/handoff/tasks"
+	"github.com/handoff-a2a/handoff/tasks/boltstore"
 )
 
 // storeWithTask makes a stopped store in dir holding one task.
 func storeWithTask(t *testing.T, dir string) {
 	t.Helper()
-	s, err := tasks.OpenBolt(filepath.Join(dir, "tasks.db"), time.Second)
+	s, err := boltstore.Open(filepath.Join(dir, "tasks.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestStoreRecoverWhole(t *testing.T) {
 	if err := run(t.Context(), []string{"store", "recover", "--data-dir", dir, "--json"}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
-	var r tasks.Recovery
+	var r boltstore.Recovery
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil || !r.Lossless() || r.Written || r.Applied == 0 {
 		t.Fatalf("--json of a whole store: %v\n%s", err, out.String())
 	}
@@ -109,7 +110,7 @@ func TestStoreRecoverNoStore(t *testing.T) {
 // touched.
 func TestStoreRecoverRunningAgent(t *testing.T) {
 	dir := t.TempDir()
-	s, err := tasks.OpenBolt(filepath.Join(dir, "tasks.db"), time.Second)
+	s, err := boltstore.Open(filepath.Join(dir, "tasks.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,9 +125,9 @@ func TestStoreRecoverRunningAgent(t *testing.T) {
 // TestWriteRecovery: the report names each damaged part of the log and
 // each task that loses versions, and says whether anything was written.
 func TestWriteRecovery(t *testing.T) {
-	r := &tasks.Recovery{Applied: 10, Replay: 3,
-		Tasks: []tasks.RecoveredTask{{ID: "gone", Lost: []uint64{2}}, {ID: "kept", LastGood: 4, Lost: []uint64{5, 6}}},
-		Damage: []tasks.LogDamage{
+	r := &boltstore.Recovery{Applied: 10, Replay: 3,
+		Tasks: []boltstore.RecoveredTask{{ID: "gone", Lost: []uint64{2}}, {ID: "kept", LastGood: 4, Lost: []uint64{5, 6}}},
+		Damage: []boltstore.LogDamage{
 			{File: "/d/tasks.db.wal-1", Offset: 400, Bytes: 90, From: 12, To: 12},
 			{File: "/d/tasks.db.wal-9", From: 13, To: 20, Missing: true},
 			{File: "/d/tasks.db.wal-9", Offset: 7000, Bytes: 300, From: 31, Torn: true},

@@ -1,0 +1,206 @@
+package boltstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+)
+
+// The layout of bbolt's pages (go.etcd.io/bbolt/internal/common/page.go):
+// a 16-byte header (id, flags, count, overflow), then count 16-byte
+// elements. A branch element is pos, ksize (uint32s) and a child page id;
+// a leaf element flags, pos, ksize, vsize (uint32s), its key and value pos
+// bytes after the element's own start. A leaf element with the bucket flag
+// holds a bucket: its root page id and sequence, and when the root is 0 the
+// bucket's one leaf page inline after them.
+const (
+	boltPageHeader   = 16
+	boltElementSize  = 16
+	boltBranchPage   = 0x01
+	boltLeafPage     = 0x02
+	boltFreelistPage = 0x10
+	boltBucketLeaf   = 0x01
+	boltBucketHeader = 16
+	boltMaxDepth     = 64 // far deeper than any tree bbolt builds
+)
+
+// pageWalk reads the page tree of a store file with ReadAt, never through a
+// memory map, to refuse what bbolt would fault or panic on when it opens
+// the file: at open it walks every page under the meta page in a goroutine
+// of its own (to rebuild the free page list), where neither a fault nor a
+// panic can be recovered.
+type pageWalk struct {
+	f    *os.File
+	ps   int64  // page size
+	hwm  uint64 // the meta page's high-water mark: pages are below it
+	seen map[uint64]bool
+}
+
+// checkBoltPages walks the tree under m, the meta page bbolt will use, and
+// the free page list page when there is one.
+func checkBoltPages(f *os.File, m boltMeta) error {
+	w := &pageWalk{f: f, ps: int64(m.pageSize), hwm: m.pgid, seen: map[uint64]bool{}}
+	if m.freelist != boltNoFreelist {
+		p, err := w.read(m.freelist)
+		if err != nil {
+			return err
+		}
+		if flags := binary.LittleEndian.Uint16(p[8:]); flags != boltFreelistPage {
+			return fmt.Errorf("page %d: the free page list's page has type %#x", m.freelist, flags)
+		}
+	}
+	_, err := w.visit(m.root, 0, nil, nil)
+	return err
+}
+
+// read reads page id whole, overflow pages included, and checks it is a
+// page of the file that names itself and is read once.
+func (w *pageWalk) read(id uint64) ([]byte, error) {
+	if id < 2 || id >= w.hwm {
+		return nil, fmt.Errorf("a page refers to page %d, outside the file's pages 2 to %d", id, w.hwm-1)
+	}
+	h := make([]byte, boltPageHeader)
+	if _, err := w.f.ReadAt(h, int64(id)*w.ps); err != nil {
+		return nil, fmt.Errorf("page %d: %w", id, err)
+	}
+	le := binary.LittleEndian
+	if got := le.Uint64(h); got != id {
+		return nil, fmt.Errorf("page %d names itself page %d", id, got)
+	}
+	overflow := uint64(le.Uint32(h[12:]))
+	if id+overflow >= w.hwm {
+		return nil, fmt.Errorf("page %d runs %d pages past the file's pages", id, id+overflow-w.hwm+1)
+	}
+	for i := id; i <= id+overflow; i++ {
+		if w.seen[i] {
+			return nil, fmt.Errorf("page %d is referred to twice", i)
+		}
+		w.seen[i] = true
+	}
+	p := make([]byte, int64(overflow+1)*w.ps)
+	if _, err := w.f.ReadAt(p, int64(id)*w.ps); err != nil {
+		return nil, fmt.Errorf("page %d: %w", id, err)
+	}
+	return p, nil
+}
+
+// visit checks page id and the pages under it, whose keys must be at
+// least low and below high (nil: no bound), and returns the last key under
+// it.
+func (w *pageWalk) visit(id uint64, depth int, low, high []byte) ([]byte, error) {
+	if depth > boltMaxDepth {
+		return nil, fmt.Errorf("page %d: the tree is more than %d pages deep", id, boltMaxDepth)
+	}
+	p, err := w.read(id)
+	if err != nil {
+		return nil, err
+	}
+	return w.node(p, id, depth, low, high)
+}
+
+// keyOrder checks key, element i of page id, as bbolt's own check does
+// (verifyKeyOrder in tx_check.go): it follows prev (for the first, the
+// bound from above) and is below high. bbolt panics on what this refuses,
+// when it opens the file.
+func keyOrder(id uint64, i int, key, prev, high []byte) error {
+	switch c := bytes.Compare(prev, key); {
+	case i == 0 && prev != nil && c > 0, i > 0 && c >= 0:
+		return fmt.Errorf("page %d: key %d is out of order", id, i)
+	}
+	if high != nil && bytes.Compare(key, high) >= 0 {
+		return fmt.Errorf("page %d: key %d is past its parent's next key", id, i)
+	}
+	return nil
+}
+
+// node checks the elements of page p (id, or its parent's for a bucket's
+// inline page) and visits the pages they refer to; see visit.
+func (w *pageWalk) node(p []byte, id uint64, depth int, low, high []byte) ([]byte, error) {
+	if len(p) < boltPageHeader {
+		return nil, fmt.Errorf("page %d: %d bytes, shorter than a page header", id, len(p))
+	}
+	le := binary.LittleEndian
+	flags, count := le.Uint16(p[8:]), int(le.Uint16(p[10:]))
+	if flags != boltBranchPage && flags != boltLeafPage {
+		return nil, fmt.Errorf("page %d has type %#x, not a branch or leaf page", id, flags)
+	}
+	if boltPageHeader+count*boltElementSize > len(p) {
+		return nil, fmt.Errorf("page %d: %d elements do not fit in it", id, count)
+	}
+	// key is element i's key; ok is false when it lies outside the page.
+	key := func(i int) ([]byte, bool) {
+		off := boltPageHeader + i*boltElementSize
+		e := p[off : off+boltElementSize]
+		pos, ksize := le.Uint32(e), le.Uint32(e[4:])
+		if flags == boltLeafPage {
+			pos, ksize = le.Uint32(e[4:]), le.Uint32(e[8:])
+		}
+		start, end := uint64(off)+uint64(pos), uint64(off)+uint64(pos)+uint64(ksize)
+		if end > uint64(len(p)) {
+			return nil, false
+		}
+		return p[start:end], true
+	}
+	running := low
+	for i := range count {
+		off := boltPageHeader + i*boltElementSize
+		e := p[off : off+boltElementSize]
+		k, ok := key(i)
+		if !ok {
+			return nil, fmt.Errorf("page %d: element %d's key lies outside the page", id, i)
+		}
+		if err := keyOrder(id, i, k, running, high); err != nil {
+			return nil, err
+		}
+		if flags == boltBranchPage {
+			next := high
+			if i+1 < count {
+				if next, ok = key(i + 1); !ok {
+					return nil, fmt.Errorf("page %d: element %d's key lies outside the page", id, i+1)
+				}
+			}
+			last, err := w.visit(le.Uint64(e[8:]), depth+1, k, next)
+			if err != nil {
+				return nil, err
+			}
+			running = last
+			continue
+		}
+		running = k
+		vstart := uint64(off) + uint64(le.Uint32(e[4:])) + uint64(le.Uint32(e[8:]))
+		vend := vstart + uint64(le.Uint32(e[12:]))
+		if vend > uint64(len(p)) {
+			return nil, fmt.Errorf("page %d: element %d's value lies outside the page", id, i)
+		}
+		if le.Uint32(e)&boltBucketLeaf == 0 {
+			continue
+		}
+		v := p[vstart:vend]
+		if len(v) < boltBucketHeader {
+			return nil, fmt.Errorf("page %d: element %d is a bucket of %d bytes", id, i, len(v))
+		}
+		// A bucket's keys are ordered within the bucket, with no bound
+		// from the keys around it.
+		if root := le.Uint64(v); root != 0 {
+			if _, err := w.visit(root, depth+1, nil, nil); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		inline := v[boltBucketHeader:]
+		if len(inline) < boltPageHeader || le.Uint16(inline[8:]) != boltLeafPage {
+			return nil, fmt.Errorf("page %d: element %d's inline bucket is not a leaf page", id, i)
+		}
+		if depth+1 > boltMaxDepth {
+			return nil, fmt.Errorf("page %d: the tree is more than %d pages deep", id, boltMaxDepth)
+		}
+		if _, err := w.node(inline, id, depth+1, nil, nil); err != nil {
+			return nil, err
+		}
+	}
+	if flags == boltLeafPage && count == 0 {
+		return nil, nil
+	}
+	return running, nil
+}

@@ -1,0 +1,819 @@
+package redisstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	neturl "net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/handoff-a2a/handoff/tasks"
+	"github.com/handoff-a2a/handoff/tasks/internal/record"
+)
+
+// ErrUnavailable means the store's server could not be reached or did not
+// answer in time. The call had no effect, or (for a write whose reply was
+// lost) may have taken effect once: a retried [Store.Append] of the same
+// snapshot succeeds without writing it twice.
+var ErrUnavailable = errors.New("store unavailable")
+
+// Store is a [tasks.Store] in Redis, shared by every replica of one agent.
+//
+// Every key starts with "handoff:{namespace}:", so several agents can share
+// one Redis; the braces make the namespace a Cluster hash tag, which keeps an
+// agent's keys in one slot so the scripts below may touch several of them.
+// Per task it keeps a hash "task:<id>" (owner, version, index member and the
+// JSON snapshot), a Stream "events:<id>" whose entry IDs are 0-<seq>, and a
+// hash "push:<id>" of push configs with their delivery state (field = config
+// id). Per owner a sorted set "owner:<owner>" indexes the tasks newest first;
+// the set "unfinished" holds submitted and working tasks, and "pushtasks" the
+// tasks that have push configs. No key has a TTL: tasks and their logs are
+// the record of what the agent did, as in the embedded store.
+//
+// Push configs' tokens and credentials are sealed with [WithSealer]'s keys
+// before they reach Redis; without it they are stored as given.
+//
+// Durability is Redis's: Append's promise that a returned write survives a
+// crash holds with appendonly yes and appendfsync always.
+type Store struct {
+	rdb     redis.UniversalClient
+	prefix  string
+	timeout time.Duration
+	closed  atomic.Bool
+	sealer  *tasks.Sealer // nil: push secrets stored as given
+}
+
+var _ tasks.Store = (*Store)(nil)
+
+// Open connects to the Redis at url and checks that it answers. The URL
+// names one server (redis://[USER:PASSWORD@]HOST:PORT/DB, rediss:// or
+// unix://, as go-redis's ParseURL reads them); with a master_name parameter
+// the host and each addr parameter are Sentinels
+// (redis://S1:26379/0?master_name=mymaster&addr=S2:26379); with addr
+// parameters only they are Cluster seed nodes
+// (redis://N1:6379?addr=N2:6379&addr=N3:6379). namespace prefixes every key;
+// it must be non-empty and hold no braces.
+func Open(ctx context.Context, url string, namespace string, opts ...Option) (*Store, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	if namespace == "" || strings.ContainsAny(namespace, "{}") {
+		return nil, fmt.Errorf("open redis task store: namespace %q: must be non-empty, without braces", namespace)
+	}
+	uo, network, err := universalOptions(url)
+	if err != nil {
+		return nil, fmt.Errorf("open redis task store: %w", err)
+	}
+	uo.DialTimeout, uo.ReadTimeout, uo.WriteTimeout, uo.PoolTimeout = cfg.timeout, cfg.timeout, cfg.timeout, cfg.timeout
+	// One retry replaces a pooled connection that died with a restarted
+	// server; more would multiply the time a down server holds a call.
+	uo.MaxRetries, uo.DialerRetries, uo.ContextTimeoutEnabled = 1, 1, true
+	if network == "unix" {
+		uo.Dialer = func(ctx context.Context, _, addr string) (net.Conn, error) {
+			d := net.Dialer{Timeout: cfg.timeout}
+			return d.DialContext(ctx, "unix", addr)
+		}
+	}
+	s := &Store{rdb: redis.NewUniversalClient(uo), prefix: "handoff:{" + namespace + "}:", timeout: cfg.timeout, sealer: cfg.sealer}
+	cctx, cancel := s.bound(ctx)
+	defer cancel()
+	if err := s.rdb.Ping(cctx).Err(); err != nil {
+		s.rdb.Close()
+		return nil, fmt.Errorf("open redis task store at %s: %w", strings.Join(uo.Addrs, ","), s.fail(ctx, err))
+	}
+	return s, nil
+}
+
+// universalOptions reads a store URL in one of three forms: one server
+// (redis://[USER:PASSWORD@]HOST:PORT/DB, rediss://, unix://), Sentinel (a
+// master_name parameter: the host and each addr parameter are sentinels),
+// or Cluster (addr parameters: the host and each addr are seed nodes).
+func universalOptions(url string) (_ *redis.UniversalOptions, network string, err error) {
+	u, err := neturl.Parse(url)
+	if err != nil {
+		return nil, "", errors.New("store URL does not parse") // url.Error would repeat the URL
+	}
+	// go-redis's parse errors may quote parts of the URL: never its password.
+	defer func() {
+		if p, ok := u.User.Password(); ok && err != nil && p != "" && strings.Contains(err.Error(), p) {
+			err = errors.New(strings.ReplaceAll(err.Error(), p, "REDACTED"))
+		}
+	}()
+	q := u.Query()
+	switch {
+	case q.Has("master_name"):
+		o, err := redis.ParseFailoverURL(url)
+		if err != nil {
+			return nil, "", err
+		}
+		return &redis.UniversalOptions{Addrs: o.SentinelAddrs, MasterName: o.MasterName,
+			SentinelUsername: o.SentinelUsername, SentinelPassword: o.SentinelPassword,
+			ClientName: o.ClientName, DB: o.DB, Protocol: o.Protocol, Username: o.Username, Password: o.Password,
+			TLSConfig: o.TLSConfig, PoolSize: o.PoolSize, MinIdleConns: o.MinIdleConns, MaxIdleConns: o.MaxIdleConns}, "", nil
+	case q.Has("addr"):
+		o, err := redis.ParseClusterURL(url)
+		if err != nil {
+			return nil, "", err
+		}
+		return &redis.UniversalOptions{Addrs: o.Addrs, IsClusterMode: true,
+			ClientName: o.ClientName, Protocol: o.Protocol, Username: o.Username, Password: o.Password,
+			TLSConfig: o.TLSConfig, PoolSize: o.PoolSize, MinIdleConns: o.MinIdleConns, MaxIdleConns: o.MaxIdleConns}, "", nil
+	}
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, "", err
+	}
+	return &redis.UniversalOptions{Addrs: []string{o.Addr},
+		ClientName: o.ClientName, DB: o.DB, Protocol: o.Protocol, Username: o.Username, Password: o.Password,
+		TLSConfig: o.TLSConfig, PoolSize: o.PoolSize, MinIdleConns: o.MinIdleConns, MaxIdleConns: o.MaxIdleConns}, o.Network, nil
+}
+
+// Close closes the connections. Calls after Close fail with [tasks.ErrClosed].
+func (s *Store) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	return s.rdb.Close()
+}
+
+// Client returns the store's Redis client, for the agent's other stores that
+// replicas share (the commit ledger, the audit log): they use its connections
+// and timeouts. The store owns it: Close closes it.
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
+
+// Ping checks that Redis answers, within the store's timeout; readiness
+// checks use it.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return tasks.ErrClosed
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("ping redis: %w", s.fail(ctx, err))
+	}
+	return nil
+}
+
+// bound gives a call the store's timeout unless ctx ends sooner.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= s.timeout {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// start checks the store is open and bounds the call.
+func (s *Store) start(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if s.closed.Load() {
+		return nil, nil, tasks.ErrClosed
+	}
+	c, cancel := s.bound(ctx)
+	return c, cancel, nil
+}
+
+// fail maps a go-redis error to the store's errors. ctx is the caller's:
+// its own cancellation is reported as is, while the store's timeout means
+// Redis did not answer.
+func (s *Store) fail(ctx context.Context, err error) error {
+	var rerr redis.Error
+	switch {
+	case errors.Is(err, redis.Nil):
+		return tasks.ErrNotFound
+	case errors.Is(err, redis.ErrClosed):
+		return tasks.ErrClosed
+	case ctx.Err() != nil:
+		return err
+	case errors.As(err, &rerr) && !transientReply(rerr.Error()):
+		return err // a reply from a working server: a bug, not an outage
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// transientReply reports whether a Redis error reply means the server cannot
+// serve right now (loading its data after a restart, a failover, a script
+// running too long) rather than that the command was wrong.
+func transientReply(msg string) bool {
+	for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Store) taskKey(id a2a.TaskID) string   { return s.prefix + "task:" + string(id) }
+func (s *Store) eventsKey(id a2a.TaskID) string { return s.prefix + "events:" + string(id) }
+func (s *Store) pushKey(id a2a.TaskID) string   { return s.prefix + "push:" + string(id) }
+func (s *Store) unfinishedKey() string          { return s.prefix + "unfinished" }
+func (s *Store) pushTasksKey() string           { return s.prefix + "pushtasks" }
+
+func (s *Store) ownerIndexKey(o tasks.Owner) string {
+	return s.prefix + "owner:" + base64.RawURLEncoding.EncodeToString(record.OwnerKey(o))
+}
+
+// ownerID is how an owner is compared inside scripts: Go's JSON encoding of
+// a struct is deterministic and, unlike ownerKey, never holds a newline.
+func ownerID(o tasks.Owner) string {
+	b, _ := json.Marshal(o) // two strings: cannot fail
+	return string(b)
+}
+
+// The index member of a task: its inverted update time (so the members of an
+// owner's zero-score sorted set sort newest first, like the embedded store's
+// keys), the task id escaped so that it sorts as itself and ends
+// unambiguously (0x00 becomes 00 FF, the end is 00 01), then its state, 0x00
+// and its context id, which List filters on without reading the tasks.
+// Scores are float64 and cannot hold a nanosecond time, hence lexical order.
+func indexMember(updated time.Time, id a2a.TaskID, state a2a.TaskState, contextID string) string {
+	b := binary.BigEndian.AppendUint64(nil, math.MaxUint64-uint64(updated.UnixNano()))
+	for i := 0; i < len(id); i++ {
+		if id[i] == 0 {
+			b = append(b, 0, 0xff)
+		} else {
+			b = append(b, id[i])
+		}
+	}
+	b = append(b, 0, 1)
+	b = append(b, state...)
+	b = append(b, 0)
+	return string(append(b, contextID...))
+}
+
+// indexEntry is a decoded index member. cursor is the member up to the end
+// of the id: what a page token holds.
+type indexEntry struct {
+	updated   int64
+	id        a2a.TaskID
+	state     string
+	contextID string
+	cursor    []byte
+}
+
+func parseIndexMember(m []byte) (indexEntry, bool) {
+	if len(m) < 10 {
+		return indexEntry{}, false
+	}
+	e := indexEntry{updated: int64(math.MaxUint64 - binary.BigEndian.Uint64(m))}
+	var id []byte
+	for i := 8; i+1 < len(m); i++ {
+		if m[i] != 0 {
+			id = append(id, m[i])
+			continue
+		}
+		switch m[i+1] {
+		case 0xff:
+			id = append(id, 0)
+			i++
+		case 1:
+			e.id, e.cursor = a2a.TaskID(id), m[:i+2]
+			state, ctxID, _ := bytes.Cut(m[i+2:], []byte{0})
+			e.state, e.contextID = string(state), string(ctxID)
+			return e, true
+		default:
+			return indexEntry{}, false
+		}
+	}
+	return indexEntry{}, false
+}
+
+// Script results: what the scripts return besides writing.
+const (
+	scriptOK       = 0
+	scriptNotFound = 1
+	scriptConflict = 2
+	scriptCorrupt  = 3
+)
+
+func scriptErr(code int64) error {
+	switch code {
+	case scriptOK:
+		return nil
+	case scriptNotFound:
+		return tasks.ErrNotFound
+	case scriptConflict:
+		return tasks.ErrConflict
+	case scriptCorrupt:
+		return tasks.ErrCorrupt
+	}
+	return fmt.Errorf("script answered %d: %w", code, tasks.ErrCorrupt)
+}
+
+// appendScript checks the stored version and owner, then writes the events,
+// the snapshot, the owner index and the unfinished set. Every check comes
+// before the first write: a Lua script that stops half-way is not rolled back.
+//
+// KEYS: task hash, event stream, owner index, unfinished set.
+// ARGV: owner, next version, event count, snapshot, index member,
+// unfinished ("1" or "0"), task id, then the events.
+var appendScript = redis.NewScript(`
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'version', 'member')
+local prev = 0
+if cur[1] then
+	if cur[1] ~= ARGV[1] then return 1 end
+	prev = tonumber(cur[2])
+	if not prev or not cur[3] then return 3 end
+elseif redis.call('EXISTS', KEYS[2]) == 1 then
+	return 3
+end
+local n = tonumber(ARGV[3])
+local nextv = tonumber(ARGV[2])
+if nextv ~= prev + n then
+	-- A write retried after its reply was lost has already landed.
+	if n > 0 and nextv == prev and redis.call('HGET', KEYS[1], 'record') == ARGV[4] then return 0 end
+	return 2
+end
+for i = 1, n do
+	redis.call('XADD', KEYS[2], string.format('0-%d', prev + i), 'e', ARGV[7 + i])
+end
+if cur[3] then redis.call('ZREM', KEYS[3], cur[3]) end
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'version', ARGV[2], 'member', ARGV[5], 'record', ARGV[4])
+redis.call('ZADD', KEYS[3], 0, ARGV[5])
+if ARGV[6] == '1' then
+	redis.call('SADD', KEYS[4], ARGV[7])
+else
+	redis.call('SREM', KEYS[4], ARGV[7])
+end
+return 0
+`)
+
+// Append implements [tasks.Store] in one script: the version check and every
+// write happen in Redis, with nothing read first by the client.
+func (s *Store) Append(ctx context.Context, next *tasks.Snapshot, events []a2a.Event) error {
+	if next == nil || next.Task == nil || next.Task.ID == "" {
+		return fmt.Errorf("append: snapshot without a task id")
+	}
+	id := next.Task.ID
+	rec, err := json.Marshal(record.Task{Owner: next.Owner, Version: next.Version, Updated: next.Updated, Task: next.Task})
+	if err != nil {
+		return fmt.Errorf("append to task %s: encode snapshot: %w", id, err)
+	}
+	unfinished := "0"
+	if tasks.IsUnfinished(next.Task.Status.State) {
+		unfinished = "1"
+	}
+	args := make([]any, 0, 7+len(events))
+	args = append(args, ownerID(next.Owner), strconv.FormatUint(next.Version, 10), len(events), rec,
+		indexMember(next.Updated, id, next.Task.Status.State, next.Task.ContextID), unfinished, string(id))
+	for _, ev := range events {
+		b, err := json.Marshal(a2a.StreamResponse{Event: ev})
+		if err != nil {
+			return fmt.Errorf("append to task %s: encode event: %w", id, err)
+		}
+		args = append(args, b)
+	}
+	c, cancel, err := s.start(ctx)
+	if err != nil {
+		return fmt.Errorf("append to task %s: %w", id, err)
+	}
+	defer cancel()
+	keys := []string{s.taskKey(id), s.eventsKey(id), s.ownerIndexKey(next.Owner), s.unfinishedKey()}
+	code, err := appendScript.Run(c, s.rdb, keys, args...).Int64()
+	if err != nil {
+		return fmt.Errorf("append to task %s: %w", id, s.fail(ctx, err))
+	}
+	if err := scriptErr(code); err != nil {
+		return fmt.Errorf("append to task %s: %w", id, err)
+	}
+	return nil
+}
+
+// Get implements [tasks.Store].
+func (s *Store) Get(ctx context.Context, owner tasks.Owner, id a2a.TaskID) (*tasks.Snapshot, error) {
+	snap, err := s.load(ctx, id)
+	if err == nil && snap.Owner != owner {
+		err = tasks.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get task %s: %w", id, err)
+	}
+	return snap, nil
+}
+
+// OwnerOf implements [tasks.Store].
+func (s *Store) OwnerOf(ctx context.Context, id a2a.TaskID) (tasks.Owner, error) {
+	snap, err := s.load(ctx, id)
+	if err != nil {
+		return tasks.Owner{}, fmt.Errorf("owner of task %s: %w", id, err)
+	}
+	return snap.Owner, nil
+}
+
+// load reads a task's snapshot whoever owns it.
+func (s *Store) load(ctx context.Context, id a2a.TaskID) (*tasks.Snapshot, error) {
+	c, cancel, err := s.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	b, err := s.rdb.HGet(c, s.taskKey(id), "record").Bytes()
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return record.Decode(id, b)
+}
+
+// Events implements [tasks.Store]. The owner check and the range read travel in
+// one pipeline; a task's owner never changes, so they need no transaction.
+func (s *Store) Events(ctx context.Context, owner tasks.Owner, id a2a.TaskID, after uint64) ([]tasks.Event, error) {
+	c, cancel, err := s.start(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read events of task %s: %w", id, err)
+	}
+	defer cancel()
+	pipe := s.rdb.Pipeline()
+	own := pipe.HGet(c, s.taskKey(id), "owner")
+	rng := pipe.XRange(c, s.eventsKey(id), "(0-"+strconv.FormatUint(after, 10), "+")
+	if _, err := pipe.Exec(c); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read events of task %s: %w", id, s.fail(ctx, err))
+	}
+	if own.Err() != nil || own.Val() != ownerID(owner) {
+		return nil, fmt.Errorf("read events of task %s: %w", id, tasks.ErrNotFound)
+	}
+	out, err := decodeEntries(id, rng.Val())
+	if err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// List implements [tasks.Store]. It reads the owner's whole index (small
+// members, filtered here), then the snapshots of one page.
+func (s *Store) List(ctx context.Context, q tasks.ListQuery) (*tasks.ListPage, error) {
+	var start []byte
+	if q.PageToken != "" {
+		tok, err := base64.RawURLEncoding.DecodeString(q.PageToken)
+		if err != nil {
+			return nil, fmt.Errorf("list tasks: %w", tasks.ErrInvalidPageToken)
+		}
+		if e, ok := parseIndexMember(tok); !ok || len(e.cursor) != len(tok) {
+			return nil, fmt.Errorf("list tasks: %w", tasks.ErrInvalidPageToken)
+		}
+		start = tok
+	}
+	pageSize := q.PageSize
+	if pageSize <= 0 {
+		pageSize = 50
+	}
+	c, cancel, err := s.start(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	defer cancel()
+	upTo := "+"
+	if q.UpdatedAfter != nil { // members below this one were updated after it
+		upTo = "(" + string(binary.BigEndian.AppendUint64(nil, math.MaxUint64-uint64(q.UpdatedAfter.UnixNano())))
+	}
+	members, err := s.rdb.ZRangeByLex(c, s.ownerIndexKey(q.Owner), &redis.ZRangeBy{Min: "-", Max: upTo}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", s.fail(ctx, err))
+	}
+	page := &tasks.ListPage{}
+	var ids []a2a.TaskID
+	var last []byte
+	for _, m := range members {
+		e, ok := parseIndexMember([]byte(m))
+		if !ok {
+			return nil, fmt.Errorf("list tasks: %w: index member %q", tasks.ErrCorrupt, m)
+		}
+		if (q.State != "" && e.state != string(q.State)) || (q.ContextID != "" && e.contextID != q.ContextID) {
+			continue
+		}
+		page.TotalSize++
+		if start != nil && bytes.Compare(e.cursor, start) <= 0 {
+			continue
+		}
+		if len(ids) == pageSize {
+			page.NextPageToken = base64.RawURLEncoding.EncodeToString(last)
+			continue // keep counting TotalSize
+		}
+		ids = append(ids, e.id)
+		last = e.cursor
+	}
+	if len(ids) == 0 {
+		return page, nil
+	}
+	pipe := s.rdb.Pipeline()
+	recs := make([]*redis.StringCmd, len(ids))
+	for i, id := range ids {
+		recs[i] = pipe.HGet(c, s.taskKey(id), "record")
+	}
+	if _, err := pipe.Exec(c); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("list tasks: %w", s.fail(ctx, err))
+	}
+	for i, id := range ids {
+		// A task in the index has a snapshot: both are written by one script.
+		snap, err := record.Decode(id, []byte(recs[i].Val()))
+		if err != nil {
+			return nil, fmt.Errorf("list tasks: %w", err)
+		}
+		page.Tasks = append(page.Tasks, snap)
+	}
+	return page, nil
+}
+
+// Unfinished implements [tasks.Store]. Tasks come ordered by id, as from the
+// embedded store.
+func (s *Store) Unfinished(ctx context.Context) ([]*tasks.Snapshot, error) {
+	c, cancel, err := s.start(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list unfinished tasks: %w", err)
+	}
+	defer cancel()
+	ids, err := s.rdb.SMembers(c, s.unfinishedKey()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list unfinished tasks: %w", s.fail(ctx, err))
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	sort.Strings(ids)
+	pipe := s.rdb.Pipeline()
+	recs := make([]*redis.StringCmd, len(ids))
+	for i, id := range ids {
+		recs[i] = pipe.HGet(c, s.taskKey(a2a.TaskID(id)), "record")
+	}
+	if _, err := pipe.Exec(c); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("list unfinished tasks: %w", s.fail(ctx, err))
+	}
+	var out []*tasks.Snapshot
+	for i, id := range ids {
+		if recs[i].Err() != nil {
+			continue
+		}
+		snap, err := record.Decode(a2a.TaskID(id), []byte(recs[i].Val()))
+		if err != nil {
+			return nil, fmt.Errorf("list unfinished tasks: %w", err)
+		}
+		out = append(out, snap)
+	}
+	return out, nil
+}
+
+// A push config is stored as three lines: the owner (ownerID), the delivery
+// state (a PushDelivery without owner and config) and the config, all JSON,
+// which never holds a raw newline. The scripts below can then replace the
+// config or the state and compare the owner without decoding JSON in Lua,
+// whose encoder would not give the same JSON back.
+
+func encodePushState(d *tasks.PushDelivery) ([]byte, error) {
+	st := *d
+	st.Owner, st.Config = tasks.Owner{}, nil
+	return json.Marshal(&st)
+}
+
+func decodeRedisPush(v string) (*tasks.PushDelivery, error) {
+	owner, rest, ok1 := strings.Cut(v, "\n")
+	state, cfg, ok2 := strings.Cut(rest, "\n")
+	var d tasks.PushDelivery
+	if !ok1 || !ok2 || json.Unmarshal([]byte(state), &d) != nil ||
+		json.Unmarshal([]byte(owner), &d.Owner) != nil || json.Unmarshal([]byte(cfg), &d.Config) != nil || d.Config == nil {
+		return nil, fmt.Errorf("%w: push config", tasks.ErrCorrupt)
+	}
+	return &d, nil
+}
+
+// putPushScript stores a config, keeping the delivery state of the one it
+// replaces if the same owner stored it; a new one starts delivered up to the
+// task's current version, read here so no event falls between.
+//
+// KEYS: task hash, push hash, push task set.
+// ARGV: owner, config id, config, task id.
+var putPushScript = redis.NewScript(`
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'version')
+if not cur[1] or cur[1] ~= ARGV[1] then return 1 end
+if not tonumber(cur[2]) then return 3 end
+local state = '{"delivered":' .. cur[2] .. '}'
+local old = redis.call('HGET', KEYS[2], ARGV[2])
+if old then
+	local o, s = string.match(old, '^([^\n]*)\n([^\n]*)\n')
+	if o == ARGV[1] then state = s end
+end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[1] .. '\n' .. state .. '\n' .. ARGV[3])
+redis.call('SADD', KEYS[3], ARGV[4])
+return 0
+`)
+
+// PutPushConfig implements [tasks.Store]. A new config starts delivering with
+// the task's next event; replacing one keeps its delivery state.
+func (s *Store) PutPushConfig(ctx context.Context, owner tasks.Owner, cfg *a2a.PushConfig) error {
+	if cfg == nil {
+		return fmt.Errorf("put push config: no config")
+	}
+	cfg, err := s.sealer.Seal(cfg)
+	if err != nil {
+		return fmt.Errorf("put push config: %w", err)
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("put push config of task %s: encode: %w", cfg.TaskID, err)
+	}
+	c, cancel, err := s.start(ctx)
+	if err != nil {
+		return fmt.Errorf("put push config of task %s: %w", cfg.TaskID, err)
+	}
+	defer cancel()
+	keys := []string{s.taskKey(cfg.TaskID), s.pushKey(cfg.TaskID), s.pushTasksKey()}
+	code, err := putPushScript.Run(c, s.rdb, keys, ownerID(owner), cfg.ID, b, string(cfg.TaskID)).Int64()
+	if err == nil {
+		err = scriptErr(code)
+	} else {
+		err = s.fail(ctx, err)
+	}
+	if err != nil {
+		return fmt.Errorf("put push config of task %s: %w", cfg.TaskID, err)
+	}
+	return nil
+}
+
+// GetPushConfig implements [tasks.Store].
+func (s *Store) GetPushConfig(ctx context.Context, owner tasks.Owner, task a2a.TaskID, id string) (*a2a.PushConfig, error) {
+	c, cancel, err := s.start(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("get push config %s of task %s: %w", id, task, err)
+	}
+	defer cancel()
+	v, err := s.rdb.HGet(c, s.pushKey(task), id).Result()
+	if err != nil {
+		return nil, fmt.Errorf("get push config %s of task %s: %w", id, task, s.fail(ctx, err))
+	}
+	d, err := decodeRedisPush(v)
+	if err != nil {
+		return nil, fmt.Errorf("get push config %s of task %s: %w", id, task, err)
+	}
+	if d.Owner != owner {
+		return nil, fmt.Errorf("get push config %s of task %s: %w", id, task, tasks.ErrNotFound)
+	}
+	cfg, err := s.sealer.Open(d.Config)
+	if err != nil {
+		return nil, fmt.Errorf("get push config %s of task %s: %w", id, task, err)
+	}
+	return cfg, nil
+}
+
+// ListPushConfigs implements [tasks.Store].
+func (s *Store) ListPushConfigs(ctx context.Context, owner tasks.Owner, task a2a.TaskID) ([]*a2a.PushConfig, error) {
+	c, cancel, err := s.start(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list push configs of task %s: %w", task, err)
+	}
+	defer cancel()
+	pipe := s.rdb.Pipeline()
+	own := pipe.HGet(c, s.taskKey(task), "owner")
+	all := pipe.HGetAll(c, s.pushKey(task))
+	if _, err := pipe.Exec(c); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("list push configs of task %s: %w", task, s.fail(ctx, err))
+	}
+	if own.Err() != nil || own.Val() != ownerID(owner) {
+		return nil, fmt.Errorf("list push configs of task %s: %w", task, tasks.ErrNotFound)
+	}
+	out := []*a2a.PushConfig{}
+	for _, v := range all.Val() {
+		d, err := decodeRedisPush(v)
+		if err != nil {
+			return nil, fmt.Errorf("list push configs of task %s: %w", task, err)
+		}
+		if d.Owner == owner {
+			cfg, err := s.sealer.Open(d.Config)
+			if err != nil {
+				return nil, fmt.Errorf("list push configs of task %s: %w", task, err)
+			}
+			out = append(out, cfg)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// deletePushScript removes a config if the owner stored it, and the task
+// from the push task set with its last config.
+//
+// KEYS: push hash, push task set. ARGV: config id, owner, task id.
+var deletePushScript = redis.NewScript(`
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+if not old then return 1 end
+local o = string.match(old, '^([^\n]*)\n')
+if not o then return 3 end
+if o ~= ARGV[2] then return 1 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+if redis.call('HLEN', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[3]) end
+return 0
+`)
+
+// DeletePushConfig implements [tasks.Store].
+func (s *Store) DeletePushConfig(ctx context.Context, owner tasks.Owner, task a2a.TaskID, id string) error {
+	c, cancel, err := s.start(ctx)
+	if err != nil {
+		return fmt.Errorf("delete push config %s of task %s: %w", id, task, err)
+	}
+	defer cancel()
+	code, err := deletePushScript.Run(c, s.rdb, []string{s.pushKey(task), s.pushTasksKey()}, id, ownerID(owner), string(task)).Int64()
+	if err == nil {
+		err = scriptErr(code)
+	} else {
+		err = s.fail(ctx, err)
+	}
+	if err != nil {
+		return fmt.Errorf("delete push config %s of task %s: %w", id, task, err)
+	}
+	return nil
+}
+
+// PushDeliveries implements [tasks.Store]. Configs come ordered by task, then id.
+func (s *Store) PushDeliveries(ctx context.Context, task a2a.TaskID) ([]*tasks.PushDelivery, error) {
+	c, cancel, err := s.start(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read push deliveries: %w", err)
+	}
+	defer cancel()
+	ids := []string{string(task)}
+	if task == "" {
+		if ids, err = s.rdb.SMembers(c, s.pushTasksKey()).Result(); err != nil {
+			return nil, fmt.Errorf("read push deliveries: %w", s.fail(ctx, err))
+		}
+		sort.Strings(ids)
+	}
+	pipe := s.rdb.Pipeline()
+	all := make([]*redis.MapStringStringCmd, len(ids))
+	for i, t := range ids {
+		all[i] = pipe.HGetAll(c, s.pushKey(a2a.TaskID(t)))
+	}
+	if len(ids) > 0 {
+		if _, err := pipe.Exec(c); err != nil {
+			return nil, fmt.Errorf("read push deliveries: %w", s.fail(ctx, err))
+		}
+	}
+	var out []*tasks.PushDelivery
+	for _, cmd := range all {
+		first := len(out)
+		for _, v := range cmd.Val() {
+			d, err := decodeRedisPush(v)
+			if err != nil {
+				return nil, fmt.Errorf("read push deliveries: %w", err)
+			}
+			if d.Config, err = s.sealer.Open(d.Config); err != nil {
+				return nil, fmt.Errorf("read push deliveries: %w", err)
+			}
+			out = append(out, d)
+		}
+		byID := out[first:]
+		sort.Slice(byID, func(i, j int) bool { return byID[i].Config.ID < byID[j].Config.ID })
+	}
+	return out, nil
+}
+
+// updatePushScript replaces the delivery state of a config, keeping its
+// owner and config: a concurrent replace of the config wins.
+//
+// KEYS: push hash. ARGV: config id, state.
+var updatePushScript = redis.NewScript(`
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+if not old then return 1 end
+local o, c = string.match(old, '^([^\n]*)\n[^\n]*\n(.*)$')
+if not o then return 3 end
+redis.call('HSET', KEYS[1], ARGV[1], o .. '\n' .. ARGV[2] .. '\n' .. c)
+return 0
+`)
+
+// UpdatePushDelivery implements [tasks.Store].
+func (s *Store) UpdatePushDelivery(ctx context.Context, d *tasks.PushDelivery) error {
+	if d == nil || d.Config == nil {
+		return fmt.Errorf("update push delivery: no config")
+	}
+	state, err := encodePushState(d)
+	if err != nil {
+		return fmt.Errorf("update push delivery %s of task %s: encode: %w", d.Config.ID, d.Config.TaskID, err)
+	}
+	c, cancel, err := s.start(ctx)
+	if err != nil {
+		return fmt.Errorf("update push delivery %s of task %s: %w", d.Config.ID, d.Config.TaskID, err)
+	}
+	defer cancel()
+	code, err := updatePushScript.Run(c, s.rdb, []string{s.pushKey(d.Config.TaskID)}, d.Config.ID, state).Int64()
+	if err == nil {
+		err = scriptErr(code)
+	} else {
+		err = s.fail(ctx, err)
+	}
+	if err != nil {
+		return fmt.Errorf("update push delivery %s of task %s: %w", d.Config.ID, d.Config.TaskID, err)
+	}
+	return nil
+}
