@@ -26,6 +26,7 @@ import (
 	"github.com/handoff-a2a/handoff/delegation"
 	"github.com/handoff-a2a/handoff/internal/a2aconnect"
 	"github.com/handoff-a2a/handoff/internal/auth"
+	"github.com/handoff-a2a/handoff/internal/datadir"
 	"github.com/handoff-a2a/handoff/push"
 	"github.com/handoff-a2a/handoff/tasks"
 	"github.com/handoff-a2a/handoff/tasks/boltstore"
@@ -111,7 +112,7 @@ func openStore(ctx context.Context, cfg *Config, keys *agentcard.KeySet) (agentS
 		}
 		return s, nil
 	}
-	s, err := boltstore.Open(filepath.Join(cfg.DataDir, "tasks.db"), 2*time.Second, boltstore.WithSealer(sealer))
+	s, err := boltstore.Open(filepath.Join(cfg.DataDir, datadir.TaskStore), 2*time.Second, boltstore.WithSealer(sealer))
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("%w (is another agent using data directory %s?)", err, cfg.DataDir)
 	}
@@ -278,6 +279,7 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 	mux.Handle("GET /a2a/push/status", authenticate(a.authn, bindingREST, http.HandlerFunc(a.pushStatus)))
 	mux.Handle("GET /a2a/audit", authenticate(a.authn, bindingREST, http.HandlerFunc(a.auditList)))
 	mux.Handle("GET /a2a/delegations", authenticate(a.authn, bindingREST, http.HandlerFunc(a.delegationsList)))
+	mux.Handle("GET /a2a/ledger", authenticate(a.authn, bindingREST, http.HandlerFunc(a.ledgerList)))
 	a.routeBlobs(mux, base)
 	a.routeMCP(mux, bodies)
 	grpcPath, grpcHandler := a2aconnect.NewHandler(a.handler, connect.WithReadMaxBytes(int(limit)))

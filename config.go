@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/handoff-a2a/handoff/internal/auth"
+	"github.com/handoff-a2a/handoff/internal/datadir"
 )
 
 // ErrNoConfig is wrapped by [LoadConfig] when the file does not exist.
@@ -269,7 +270,7 @@ func (c *Config) artifactsDir() string {
 	if c.Store.ArtifactsDir != "" {
 		return c.Store.ArtifactsDir
 	}
-	return filepath.Join(c.DataDir, "artifacts")
+	return filepath.Join(c.DataDir, datadir.Artifacts)
 }
 
 // claimIdle is ClaimIdle, or zero (the dispatcher's default) when unset.
@@ -890,7 +891,7 @@ func (c *Config) Hazards() []string {
 		exposed(k.File, fmt.Sprintf("signing.keys[%d].file", i))
 	}
 	if len(c.Signing.Keys) == 0 {
-		exposed(filepath.Join(c.DataDir, "signing-key.jwk"), "the default signing key")
+		exposed(filepath.Join(c.DataDir, datadir.SigningKey), "the default signing key")
 	}
 	for i, f := range c.Store.SecretKeyFiles {
 		exposed(f, fmt.Sprintf("store.secret_key_files[%d]", i))

@@ -24,7 +24,7 @@ import (
 	"github.com/handoff-a2a/handoff/acceptance"
 	"github.com/handoff-a2a/handoff/artifacts"
 	"github.com/handoff-a2a/handoff/delegation"
-	"github.com/handoff-a2a/handoff/internal/auth"
+	"github.com/handoff-a2a/handoff/internal/datadir"
 	"github.com/handoff-a2a/handoff/mcp"
 	"github.com/handoff-a2a/handoff/tasks"
 )
@@ -62,7 +62,7 @@ func openLedger(c *Config, rdb redis.UniversalClient) (commitLedger, error) {
 	if rdb != nil {
 		return acceptance.NewRedisLedger(rdb, c.Store.Namespace)
 	}
-	return acceptance.OpenBoltLedger(filepath.Join(c.DataDir, "ledger.db"))
+	return acceptance.OpenBoltLedger(filepath.Join(c.DataDir, datadir.Ledger))
 }
 
 // newDelegating builds the outbound side when a skill delegates; nil
@@ -715,21 +715,10 @@ func (a *Agent) delegationsList(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the delegations could not be read", http.StatusInternalServerError)
 		return
 	}
-	want := tasks.Owner{Principal: tasks.AnonymousPrincipal}
-	p, authenticated := auth.PrincipalFrom(r.Context())
-	if authenticated {
-		want = tasks.Owner{Principal: "user:" + p.Name, Tenant: p.Tenant}
-	}
-	approver := authenticated && a.isApprover(p.Name) // the current list: a reload may have changed it
+	sees := a.seesDelegation(r)
 	out := []*acceptance.Delegation{}
 	for _, d := range list {
-		if approver {
-			out = append(out, d)
-			continue
-		}
-		task, _, _ := strings.Cut(d.TaskID, delegationKeySep) // a Go executor's delegation names its task first
-		o, err := a.store.OwnerOf(r.Context(), a2a.TaskID(task))
-		if err == nil && o.Principal == want.Principal && (want.Tenant == "" || o.Tenant == want.Tenant) {
+		if sees(d.TaskID) {
 			out = append(out, d)
 		}
 	}

@@ -11,12 +11,13 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/handoff-a2a/handoff/agentcard"
+	"github.com/handoff-a2a/handoff/internal/datadir"
 )
 
 // Paths of the signing material under the base URL and the data directory.
 const (
 	pathJWKS       = "/.well-known/jwks.json"
-	defaultKeyFile = "signing-key.jwk"
+	defaultKeyFile = datadir.SigningKey
 )
 
 // loadKeySet reads the configured signing keys. With none configured it uses

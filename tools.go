@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/handoff-a2a/handoff/internal/auth"
+	"github.com/handoff-a2a/handoff/internal/datadir"
 	"github.com/handoff-a2a/handoff/mcp"
 )
 
@@ -37,7 +38,7 @@ func openAudit(c *Config, rdb redis.UniversalClient) (auditLog, error) {
 	if rdb != nil {
 		return mcp.NewRedisAudit(rdb, c.Store.Namespace)
 	}
-	return mcp.OpenBoltAudit(filepath.Join(c.DataDir, "audit.db"))
+	return mcp.OpenBoltAudit(filepath.Join(c.DataDir, datadir.AuditLog))
 }
 
 // newTools builds the MCP manager and pipeline from the config; nil when the

@@ -326,7 +326,7 @@ func TestDelegationAcrossProcesses(t *testing.T) {
 			Name, State, Reason string
 			Skills              []string
 		}
-		if err := json.Unmarshal([]byte(runHandoff(t, "peers", "--config", w.frontConfig, "--json")), &rows); err != nil {
+		if err := json.Unmarshal(jsonArray(runHandoff(t, "peers", "--config", w.frontConfig, "--json")), &rows); err != nil {
 			t.Fatalf("handoff peers --json: %v", err)
 		}
 		want := map[string]struct{ state, reason string }{
@@ -410,7 +410,7 @@ func TestDelegationAcrossProcesses(t *testing.T) {
 			t.Fatalf("front exited with code %d after SIGINT, want 0%s", code, w.front.exitReason(code))
 		}
 		var entries []acceptance.Entry
-		if err := json.Unmarshal([]byte(runHandoff(t, "ledger", "--data-dir", w.front.dataDir, "--json")), &entries); err != nil {
+		if err := json.Unmarshal(jsonArray(runHandoff(t, "ledger", "--data-dir", w.front.dataDir, "--json")), &entries); err != nil {
 			t.Fatalf("handoff ledger --json: %v", err)
 		}
 		if len(entries) != 1 {

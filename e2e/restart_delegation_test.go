@@ -186,7 +186,7 @@ skills:
 
 	// The running front lists the delegation by URL.
 	var listed []acceptance.Delegation
-	if err := json.Unmarshal([]byte(handoffCLI(t, "delegations", front.base, "--json")), &listed); err != nil ||
+	if err := json.Unmarshal(jsonArray(handoffCLI(t, "delegations", front.base, "--json")), &listed); err != nil ||
 		len(listed) != 1 || listed[0].TaskID != string(local) || listed[0].RemoteTaskID != rec.RemoteTaskID || listed[0].Outcome != "committed" {
 		t.Fatalf("handoff delegations: %+v %v", listed, err)
 	}

@@ -2,21 +2,20 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
+	"github.com/handoff-a2a/handoff/internal/datadir"
 	"github.com/handoff-a2a/handoff/mcp"
 )
 
 // runAudit lists the tool-call audit records: a running agent's (the
 // caller's own, or all for an approver) or a stopped agent's data directory.
 func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("audit", "URL|--data-dir DIR [--task ID] [--json]", stdout)
+	fs := newFlagSet("audit", stdout)
 	dataDir := fs.String("data-dir", "", "read the audit log of a stopped agent in `DIR`")
 	task := fs.String("task", "", "only the calls of the task with this `ID`")
 	out := addOutputFlags(fs, "give up after `D`")
@@ -27,12 +26,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var recs []mcp.AuditRecord
 	switch {
 	case *dataDir != "" && len(rest) == 0:
-		log, err := mcp.OpenBoltAudit(filepath.Join(*dataDir, "audit.db"))
-		if err != nil {
-			return fmt.Errorf("open audit log (is the agent running? then ask it by URL): %w", err)
-		}
-		defer log.Close()
-		if recs, err = log.List(ctx, mcp.AuditFilter{TaskID: *task}); err != nil {
+		if recs, err = localAudit(ctx, *dataDir, *task); err != nil {
 			return err
 		}
 	case *dataDir == "" && len(rest) == 1:
@@ -43,7 +37,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usagef("audit: give the agent's URL or --data-dir, not both")
 	}
 	if out.json {
-		return json.NewEncoder(stdout).Encode(recs)
+		return writeJSONLines(stdout, recs)
 	}
 	if len(recs) == 0 {
 		fmt.Fprintln(stdout, "no tool calls")
@@ -57,6 +51,22 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return tw.Flush()
 }
 
+// localAudit reads the audit log of the stopped agent whose data is in dir;
+// an agent without MCP servers has none, hence no calls.
+func localAudit(ctx context.Context, dir, task string) ([]mcp.AuditRecord, error) {
+	path, err := datadir.Find(dir, datadir.AuditLog)
+	if err != nil || path == "" {
+		return nil, err
+	}
+	log, err := mcp.OpenBoltAudit(path)
+	if err != nil {
+		return nil, fmt.Errorf("open audit log (is the agent running? then ask it by URL): %w", err)
+	}
+	defer log.Close()
+	return log.List(ctx, mcp.AuditFilter{TaskID: task})
+}
+
+// remoteAudit asks a running agent for the tool calls the caller may see.
 func remoteAudit(ctx context.Context, raw, task string, o *outputFlags) ([]mcp.AuditRecord, error) {
 	var q url.Values
 	if task != "" {

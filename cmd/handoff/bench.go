@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,15 +21,15 @@ const benchSynopsis = "[--duration D] [--rounds N] [--concurrency 1,16,64] [--sc
 // HTTP handler, all in this process, and checks the goals of
 // internal/bench: missing one is an error unless --no-targets.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench", benchSynopsis, stdout)
-	duration := fs.Duration("duration", bench.DefaultDuration, "measured `time` of each cell (one scenario, concurrency and target)")
-	rounds := fs.Int("rounds", 4, "`turns` each target takes in a cell, the three in turn, each measured for duration/rounds")
-	concurrency := fs.String("concurrency", "1,16,64", "comma-separated `counts` of concurrent requests")
-	scenarios := fs.String("scenarios", "send,stream,get,grpc", "comma-separated `names` of the scenarios to run")
-	asJSON := fs.Bool("json", false, "print one JSON document instead of the tables")
+	fs := newFlagSet("bench", stdout)
+	duration := fs.Duration("duration", bench.DefaultDuration, "measured time `D` of each cell (one scenario, concurrency and target)")
+	rounds := fs.Int("rounds", 4, "turns (`N`) each target takes in a cell, the three in turn, each measured for duration/rounds")
+	concurrency := fs.String("concurrency", "1,16,64", "comma-separated counts (`N,N,...`) of concurrent requests")
+	scenarios := fs.String("scenarios", "send,stream,get,grpc", "comma-separated names (`NAME,...`) of the scenarios to run")
+	asJSON := fs.Bool("json", false, "print the report as one line of JSON instead of the tables")
 	noTargets := fs.Bool("no-targets", false, "exit 0 even when Handoff misses a goal")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file`; samples carry the label target=handoff, sdk, limit or generator (go tool pprof -tagfocus target=handoff)")
-	memProfile := fs.String("memprofile", "", "write an allocation profile of the whole run to `file`")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE`; samples carry the label target=handoff, sdk, limit or generator (go tool pprof -tagfocus target=handoff)")
+	memProfile := fs.String("memprofile", "", "write an allocation profile of the whole run to `FILE`")
 	rest, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -75,9 +74,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(report)
+		err = writeJSONLine(stdout, report)
 	} else {
 		err = report.WriteTable(stdout)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,8 +33,7 @@ func runCard(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case "show":
 		return runCardShow(ctx, args[1:], stdout)
 	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, "Usage: handoff card verify URL [--jwks URL|FILE] [--kid KID]")
-		fmt.Fprintln(stdout, "       handoff card show URL [--jwks URL|FILE] [--json]")
+		printSynopses(stdout, "card")
 		return nil
 	}
 	return usagef("card: unknown subcommand %q (want verify or show)", args[0])
@@ -49,7 +49,7 @@ func addTrustFlags(fs interface {
 	StringVar(p *string, name, value, usage string)
 }, withKid bool) *trustFlags {
 	var t trustFlags
-	fs.StringVar(&t.jwks, "jwks", "", "trust only the keys of this JWKS (`URL or FILE`); default: the keys the agent publishes under its own origin")
+	fs.StringVar(&t.jwks, "jwks", "", "trust only the keys of this JWKS (`URL|FILE`); default: the keys the agent publishes under its own origin")
 	if withKid {
 		fs.StringVar(&t.kid, "kid", "", "require the signature to be made by the key with this `KID`")
 	}
@@ -161,7 +161,7 @@ func (t *trustFlags) verify(ctx context.Context, at *url.URL, card *a2a.AgentCar
 var errNotVerified = errors.New("card not verified")
 
 func runCardVerify(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlagSet("card verify", "URL [--jwks URL|FILE] [--kid KID]", stdout)
+	fs := newFlagSet("card verify", stdout)
 	trust := addTrustFlags(fs, true)
 	rest, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -188,9 +188,9 @@ func runCardVerify(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 func runCardShow(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlagSet("card show", "URL [--jwks URL|FILE] [--json]", stdout)
+	fs := newFlagSet("card show", stdout)
 	trust := addTrustFlags(fs, false)
-	asJSON := fs.Bool("json", false, "print the card as served, indented, and nothing else")
+	asJSON := fs.Bool("json", false, "print the card as served, on one line, and nothing else")
 	rest, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -207,11 +207,15 @@ func runCardShow(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if *asJSON {
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
+		// Compacted, not re-encoded: the card as the agent served it,
+		// which decoding would reorder and re-escape.
+		var line bytes.Buffer
+		if err := json.Compact(&line, raw); err != nil {
 			return fmt.Errorf("card %s: %w", u.Redacted(), err)
 		}
-		return json.NewEncoder(stdout).Encode(v)
+		line.WriteByte('\n')
+		_, err = line.WriteTo(stdout)
+		return err
 	}
 	state := "verified, signed by key "
 	if kid, err := trust.verify(ctx, u, card); err != nil {

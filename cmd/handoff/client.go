@@ -33,7 +33,7 @@ const (
 // runSend implements "handoff send URL TEXT": it sends TEXT as a user message and prints
 // the answer, or with --stream every event as it arrives.
 func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := commandFlagSet("send", stdout)
+	fs := newFlagSet("send", stdout)
 	stream := fs.Bool("stream", false, "print progress events as they arrive, then the final state")
 	taskID := fs.String("task-id", "", "continue the task with this `ID`")
 	contextID := fs.String("context-id", "", "send within the conversation context with this `ID`")
@@ -161,7 +161,7 @@ func streamMessage(ctx context.Context, base *url.URL, req *a2a.SendMessageReque
 
 // runGet implements "handoff get URL TASK_ID".
 func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := commandFlagSet("get", stdout)
+	fs := newFlagSet("get", stdout)
 	history := fs.Int("history", 0, "include the last `N` messages of the task's history")
 	out := addOutputFlags(fs, "give up after `D`; 0 waits forever")
 	pos, err := parseInterleaved(fs, args)
@@ -208,7 +208,7 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // runCancel implements "handoff cancel URL TASK_ID".
 func runCancel(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := commandFlagSet("cancel", stdout)
+	fs := newFlagSet("cancel", stdout)
 	out := addOutputFlags(fs, "give up after `D`; 0 waits forever")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -244,7 +244,7 @@ func runCancel(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // runTasks implements "handoff tasks URL": one page of the agent's tasks.
 func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := commandFlagSet("tasks", stdout)
+	fs := newFlagSet("tasks", stdout)
 	contextID := fs.String("context-id", "", "only tasks in the context with this `ID`")
 	state := fs.String("state", "", "only tasks in this `STATE` (submitted, working, input-required, auth-required, completed, canceled, failed, rejected)")
 	pageSize := fs.Int("page-size", 0, "at most `N` tasks, 1 to 100 (default: the agent's page size)")
@@ -303,7 +303,7 @@ type outputFlags struct {
 // for this command.
 func addOutputFlags(fs *flag.FlagSet, timeoutUsage string) *outputFlags {
 	var o outputFlags
-	fs.BoolVar(&o.json, "json", false, "print A2A JSON, one object a line, and nothing else")
+	fs.BoolVar(&o.json, "json", false, "print JSON, one object a line, and nothing else")
 	fs.DurationVar(&o.timeout, "timeout", defaultTimeout, timeoutUsage)
 	// Defaults from the environment keep credentials out of the process list.
 	fs.StringVar(&o.token, "token", os.Getenv("HANDOFF_TOKEN"), "send this bearer `JWT` (default $HANDOFF_TOKEN)")
@@ -334,18 +334,6 @@ func apiKeyHeader(card *a2a.AgentCard) string {
 		}
 	}
 	return "X-API-Key"
-}
-
-// commandFlagSet returns the flag set of a client command, its --help headed by the synopsis
-// in the command table so that "handoff help" and "handoff NAME --help" cannot drift apart.
-func commandFlagSet(name string, stdout io.Writer) *flag.FlagSet {
-	var synopsis string
-	for _, c := range commands() {
-		if c.name == name {
-			synopsis = c.args
-		}
-	}
-	return newFlagSet(name, synopsis, stdout)
 }
 
 // flagGiven reports whether the flag was set on the command line, which tells "the default"
@@ -433,32 +421,14 @@ func callError(parent, callCtx context.Context, op string, err error) error {
 // connect fetches the agent card below base and opens a client on an interface the card
 // offers, JSON-RPC preferred over HTTP+JSON.
 func connect(ctx context.Context, base *url.URL, o *outputFlags) (*a2aclient.Client, error) {
+	card, err := resolveCard(ctx, base, o)
+	if err != nil {
+		return nil, err
+	}
 	// No client-wide timeout: the transports' default one would cut long streams and
 	// --timeout values beyond it; ctx bounds every call instead.
 	hc := &http.Client{}
-	cardCtx, cancel := context.WithTimeout(ctx, cardTimeout)
-	defer cancel()
-	card, err := agentcard.NewResolver(hc).Resolve(cardCtx, base.String())
-	if err != nil {
-		return nil, fmt.Errorf("get agent card from %s: %w", base.Redacted(), err)
-	}
-	if o.trust != "" {
-		t := trustFlags{jwks: o.trust}
-		if o.trust == "origin" {
-			t.jwks = ""
-		}
-		if _, err := t.verify(cardCtx, base, card); err != nil {
-			return nil, fmt.Errorf("the card of %s is not trusted: %w", base.Redacted(), err)
-		}
-	}
-	creds := http.Header{}
-	if o.token != "" {
-		creds.Set("Authorization", "Bearer "+o.token)
-	}
-	if o.apiKey != "" {
-		creds.Set(apiKeyHeader(card), o.apiKey)
-	}
-	if len(creds) > 0 {
+	if creds := credentialHeaders(card, o); len(creds) > 0 {
 		hc = &http.Client{Transport: &credentials{next: http.DefaultTransport, headers: creds}}
 	}
 	client, err := a2aclient.NewFromCard(ctx, card,
@@ -474,6 +444,40 @@ func connect(ctx context.Context, base *url.URL, o *outputFlags) (*a2aclient.Cli
 	return client, nil
 }
 
+// resolveCard fetches the agent card below base and, with --trust, checks its signature.
+func resolveCard(ctx context.Context, base *url.URL, o *outputFlags) (*a2a.AgentCard, error) {
+	cardCtx, cancel := context.WithTimeout(ctx, cardTimeout)
+	defer cancel()
+	card, err := agentcard.NewResolver(&http.Client{}).Resolve(cardCtx, base.String())
+	if err != nil {
+		return nil, fmt.Errorf("get agent card from %s: %w", base.Redacted(), err)
+	}
+	if o.trust != "" {
+		t := trustFlags{jwks: o.trust}
+		if o.trust == "origin" {
+			t.jwks = ""
+		}
+		if _, err := t.verify(cardCtx, base, card); err != nil {
+			return nil, fmt.Errorf("the card of %s is not trusted: %w", base.Redacted(), err)
+		}
+	}
+	return card, nil
+}
+
+// credentialHeaders are the headers that carry the caller's credentials to the agent of
+// card: the bearer token, and the API key in the header the card names. card may be nil
+// when o holds no API key.
+func credentialHeaders(card *a2a.AgentCard, o *outputFlags) http.Header {
+	creds := http.Header{}
+	if o.token != "" {
+		creds.Set("Authorization", "Bearer "+o.token)
+	}
+	if o.apiKey != "" {
+		creds.Set(apiKeyHeader(card), o.apiKey)
+	}
+	return creds
+}
+
 // destroy releases the client's transport. Its error is ignored: the command's work is done
 // by then, and nothing the user could act on depends on it.
 func destroy(client *a2aclient.Client) {
@@ -486,6 +490,17 @@ func writeJSONLine(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// writeJSONLines writes each of list as one line of JSON, so that --json output is one
+// object per line whichever command prints it, and an empty list prints nothing.
+func writeJSONLines[T any](w io.Writer, list []T) error {
+	for _, v := range list {
+		if err := writeJSONLine(w, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // printTask writes a task for people: one field a line, content of multi-line values indented.

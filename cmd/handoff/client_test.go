@@ -124,6 +124,20 @@ func mustRun(t *testing.T, args ...string) string {
 	return out
 }
 
+// decodeLines parses --json output that lists records: one T a line.
+func decodeLines[T any](t *testing.T, out string) []T {
+	t.Helper()
+	var list []T
+	for line := range strings.Lines(out) {
+		var v T
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("line %q is not one %T: %v", line, v, err)
+		}
+		list = append(list, v)
+	}
+	return list
+}
+
 // decodeEvents parses --json output of send: one A2A stream response a line.
 func decodeEvents(t *testing.T, out string) []a2a.Event {
 	t.Helper()
@@ -493,10 +507,10 @@ func TestClientUsageErrors(t *testing.T) {
 
 func TestClientHelp(t *testing.T) {
 	for cmd, flags := range map[string][]string{
-		"send":   {"-stream", "-json", "-task-id", "-context-id", "-return-immediately", "-timeout"},
-		"get":    {"-history", "-json", "-timeout"},
-		"cancel": {"-json", "-timeout"},
-		"tasks":  {"-context-id", "-state", "-page-size", "-page-token", "-json", "-timeout"},
+		"send":   {"--stream", "--json", "--task-id", "--context-id", "--return-immediately", "--timeout"},
+		"get":    {"--history", "--json", "--timeout"},
+		"cancel": {"--json", "--timeout"},
+		"tasks":  {"--context-id", "--state", "--page-size", "--page-token", "--json", "--timeout"},
 	} {
 		out, _, err := runCLI(t.Context(), cmd, "--help")
 		if !errors.Is(err, flag.ErrHelp) {

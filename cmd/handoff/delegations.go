@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/handoff-a2a/handoff"
 	"github.com/handoff-a2a/handoff/acceptance"
+	"github.com/handoff-a2a/handoff/internal/datadir"
 )
 
 // runDelegations lists an agent's outbound delegations: each local task
@@ -22,8 +21,8 @@ import (
 // for an approver), or a stopped agent's data directory, given directly or
 // through its config.
 func runDelegations(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("delegations", "URL|--config FILE|--data-dir DIR [--json]", stdout)
-	configPath := fs.String("config", "", "read the data directory of the stopped agent this `file` configures")
+	fs := newFlagSet("delegations", stdout)
+	configPath := fs.String("config", "", "read the data directory of the stopped agent this `FILE` configures")
 	dataDir := fs.String("data-dir", "", "read the ledger of a stopped agent in `DIR`")
 	out := addOutputFlags(fs, "give up after `D`")
 	rest, err := parseInterleaved(fs, args)
@@ -56,20 +55,12 @@ func runDelegations(ctx context.Context, args []string, stdout, stderr io.Writer
 			}
 			*dataDir = cfg.DataDir
 		}
-		l, err := acceptance.OpenBoltLedger(filepath.Join(*dataDir, "ledger.db"))
-		if err != nil {
-			return fmt.Errorf("open ledger (is the agent running? then ask it by URL): %w", err)
-		}
-		defer l.Close()
-		if list, err = l.Delegations(ctx); err != nil {
+		if list, err = localDelegations(ctx, *dataDir); err != nil {
 			return err
 		}
 	}
 	if out.json {
-		if list == nil {
-			list = []*acceptance.Delegation{}
-		}
-		return json.NewEncoder(stdout).Encode(list)
+		return writeJSONLines(stdout, list)
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(stdout, "no delegations")
@@ -82,6 +73,21 @@ func runDelegations(ctx context.Context, args []string, stdout, stderr io.Writer
 			orDash(d.RemoteTaskID), orDash(string(d.RemoteState)), orDash(d.Outcome), orDash(oneLine(d.Reason)))
 	}
 	return tw.Flush()
+}
+
+// localDelegations reads the index of delegations of the stopped agent
+// whose data is in dir; an agent that never delegated has none.
+func localDelegations(ctx context.Context, dir string) ([]*acceptance.Delegation, error) {
+	path, err := datadir.Find(dir, datadir.Ledger)
+	if err != nil || path == "" {
+		return nil, err
+	}
+	l, err := acceptance.OpenBoltLedger(path)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger (is the agent running? then ask it by URL): %w", err)
+	}
+	defer l.Close()
+	return l.Delegations(ctx)
 }
 
 // oneLine keeps a reason on its row: control characters (a peer's

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -47,9 +46,8 @@ func TestDelegations(t *testing.T) {
 	if err := run(t.Context(), []string{"delegations", "--config", cfg, "--json"}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
-	var got []acceptance.Delegation
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got) != 1 || got[0].RemoteTaskID != "remote-1" {
-		t.Fatalf("--json: %v %s", err, out.String())
+	if got := decodeLines[acceptance.Delegation](t, out.String()); len(got) != 1 || got[0].RemoteTaskID != "remote-1" {
+		t.Fatalf("--json: %s", out.String())
 	}
 
 	for name, args := range map[string][]string{

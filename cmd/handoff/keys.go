@@ -26,18 +26,17 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case "hash":
 		return runKeysHash(args[1:], os.Stdin, stdout)
 	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, "Usage: handoff keys gen --out FILE [--alg EdDSA|ES256] [--kid KID] [--jwks FILE]")
-		fmt.Fprintln(stdout, "       handoff keys hash < KEY   (prints the sha256 to put in auth.api_keys)")
+		printSynopses(stdout, "keys")
 		return nil
 	}
 	return usagef("keys: unknown subcommand %q (want gen or hash)", args[0])
 }
 
 func runKeysGen(args []string, stdout io.Writer) error {
-	fs := newFlagSet("keys gen", "--out FILE [--alg EdDSA|ES256] [--kid KID] [--jwks FILE]", stdout)
+	fs := newFlagSet("keys gen", stdout)
 	out := fs.String("out", "", "write the private JWK to `FILE` (mode 0600; an existing file is never overwritten)")
 	alg := fs.String("alg", "EdDSA", "signature `ALG`: EdDSA (Ed25519) or ES256 (P-256)")
-	kid := fs.String("kid", "", "key id; default: the key's RFC 7638 thumbprint")
+	kid := fs.String("kid", "", "the key's id, `KID`; default: the key's RFC 7638 thumbprint")
 	jwks := fs.String("jwks", "", "also write the public key as a JWKS to `FILE`, for peers to pin")
 	rest, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -80,7 +79,7 @@ func runKeysGen(args []string, stdout io.Writer) error {
 
 func runKeysHash(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprintln(stdout, "Usage: handoff keys hash < KEY\n\nReads an API key on standard input (not as an argument, which\nwould show in the process list) and prints its SHA-256 for auth.api_keys.")
+		fmt.Fprintln(stdout, "Usage: handoff keys hash "+synopsis("keys hash")+"\n\nReads an API key on standard input (not as an argument, which\nwould show in the process list) and prints its SHA-256 for auth.api_keys.")
 		return nil
 	}
 	if len(args) > 0 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -15,9 +14,9 @@ import (
 // runPeers fetches and verifies the cards of the config's peers and shows,
 // for each, its key id, verification state and skills.
 func runPeers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("peers", "--config FILE [--json]", stdout)
-	configPath := fs.String("config", "", "the agent's YAML config `file` (required)")
-	asJSON := fs.Bool("json", false, "print JSON")
+	fs := newFlagSet("peers", stdout)
+	configPath := fs.String("config", "", "the agent's YAML config `FILE` (required)")
+	asJSON := fs.Bool("json", false, "print JSON, one peer a line, and nothing else")
 	rest, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -60,7 +59,7 @@ func runPeers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		rows = append(rows, r)
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(rows)
+		return writeJSONLines(stdout, rows)
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(stdout, "no peers in", *configPath)

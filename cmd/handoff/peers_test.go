@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,13 +32,10 @@ peers:
 	if err := run(t.Context(), []string{"peers", "--config", cfg, "--json"}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
-	var rows []struct {
+	rows := decodeLines[struct {
 		Name, State, Kid, Reason string
 		Skills                   []string
-	}
-	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
-		t.Fatalf("%v: %s", err, out.String())
-	}
+	}](t, out.String())
 	if len(rows) != 2 || rows[0].State != "verified" || rows[0].Kid == "" || len(rows[0].Skills) != 1 {
 		t.Fatalf("trusted peer: %+v", rows)
 	}

@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
-	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/handoff-a2a/handoff/internal/datadir"
 	"github.com/handoff-a2a/handoff/push"
 	"github.com/handoff-a2a/handoff/tasks"
 	"github.com/handoff-a2a/handoff/tasks/boltstore"
@@ -21,13 +18,13 @@ import (
 // runPush dispatches "handoff push status".
 func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "status" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(stdout, "Usage: handoff push status URL|--data-dir DIR [--json]")
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			printSynopses(stdout, "push")
 			return nil
 		}
 		return usagef("push: want the subcommand status")
 	}
-	fs := newFlagSet("push status", "URL|--data-dir DIR [--json] [--api-key KEY] [--token JWT]", stdout)
+	fs := newFlagSet("push status", stdout)
 	dataDir := fs.String("data-dir", "", "read the store of a stopped agent in `DIR` directly")
 	out := addOutputFlags(fs, "give up after `D`")
 	rest, err := parseInterleaved(fs, args[1:])
@@ -47,7 +44,7 @@ func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if out.json {
-		return json.NewEncoder(stdout).Encode(statuses)
+		return writeJSONLines(stdout, statuses)
 	}
 	return push.WriteStatusTable(stdout, statuses)
 }
@@ -55,7 +52,11 @@ func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // localPushStatus reads every push config of a stopped agent's store. It
 // has none of the agent's keys: sealed secrets are listed masked.
 func localPushStatus(ctx context.Context, dir string) ([]push.Status, error) {
-	store, err := boltstore.Open(filepath.Join(dir, "tasks.db"), time.Second, boltstore.WithSealer(tasks.ListingSealer()))
+	path, err := datadir.Find(dir, datadir.TaskStore)
+	if err != nil || path == "" {
+		return nil, err
+	}
+	store, err := boltstore.Open(path, time.Second, boltstore.WithSealer(tasks.ListingSealer()))
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("the agent using %s is running: ask it with handoff push status URL", dir)
 	}
@@ -75,37 +76,4 @@ func remotePushStatus(ctx context.Context, raw string, o *outputFlags) ([]push.S
 		return nil, fmt.Errorf("push status: %w", err)
 	}
 	return body.Configs, nil
-}
-
-// getAgentJSON GETs one of the agent's own JSON endpoints with the
-// caller's credentials and decodes the answer into out.
-func getAgentJSON(ctx context.Context, raw, path string, query url.Values, o *outputFlags, out any) error {
-	base, err := parseAgentURL(raw)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := withTimeout(ctx, o.timeout)
-	defer cancel()
-	u := base.JoinPath(path)
-	u.RawQuery = query.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return err
-	}
-	if o.token != "" {
-		req.Header.Set("Authorization", "Bearer "+o.token)
-	}
-	if o.apiKey != "" {
-		req.Header.Set("X-API-Key", o.apiKey)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("HTTP %s: %s", resp.Status, b)
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -34,9 +33,7 @@ func TestPushStatus(t *testing.T) {
 		if err := run(t.Context(), []string{"push", "status", url, "--json"}, &out, &out); err != nil {
 			t.Fatal(err)
 		}
-		if err := json.Unmarshal(out.Bytes(), &st); err != nil {
-			t.Fatalf("%v: %s", err, out.String())
-		}
+		st = decodeLines[push.Status](t, out.String())
 		if len(st) == 1 && len(st[0].Dead) > 0 {
 			break
 		}

@@ -17,11 +17,11 @@ import (
 // runServe runs one agent until ctx ends (SIGINT or SIGTERM). SIGHUP
 // reloads the config's MCP part (see [handoff.Agent.Reload]).
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", "--config FILE [--listen ADDR] [--data-dir DIR] [--store redis://HOST:PORT/DB]", stdout)
-	configPath := fs.String("config", "", "the agent's YAML config `file` (required)")
-	listen := fs.String("listen", "", "TCP `address` to serve on; overrides the config's listen")
-	dataDir := fs.String("data-dir", "", "`directory` for the task store; overrides the config's data_dir")
-	store := fs.String("store", "", "keep tasks in Redis at this `URL` (redis://HOST:PORT/DB); overrides the config's store")
+	fs := newFlagSet("serve", stdout)
+	configPath := fs.String("config", "", "the agent's YAML config `FILE` (required)")
+	listen := fs.String("listen", "", "TCP `ADDR` to serve on; overrides the config's listen")
+	dataDir := fs.String("data-dir", "", "data `DIR` (task store, ledger, audit log, signing key); overrides the config's data_dir")
+	store := fs.String("store", "", "keep tasks in Redis at this URL (`redis://HOST:PORT/DB`); overrides the config's store")
 	rest, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err

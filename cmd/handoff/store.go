@@ -15,25 +15,23 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/handoff-a2a/handoff/internal/datadir"
 	"github.com/handoff-a2a/handoff/tasks/boltstore"
 )
-
-const storeSynopsis = "recover --data-dir DIR [--apply] [--json]"
 
 // runStore dispatches "handoff store recover".
 func runStore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "recover" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(stdout, "Usage: handoff store "+storeSynopsis)
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			printSynopses(stdout, "store")
 			return nil
 		}
 		return usagef("store: want the subcommand recover")
 	}
-	fs := newFlagSet("store recover", "--data-dir DIR [--apply] [--json]", stdout)
+	fs := newFlagSet("store recover", stdout)
 	fs.Usage = func() {
-		fmt.Fprint(stdout, `Usage: handoff store recover --data-dir DIR [--apply] [--json]
-
-Recover the embedded task store of a stopped agent whose write-ahead log is
+		fmt.Fprintf(stdout, "Usage: handoff store recover %s\n\n", synopsis("store recover"))
+		fmt.Fprint(stdout, `Recover the embedded task store of a stopped agent whose write-ahead log is
 damaged ("handoff serve" refuses to start on it, naming the file and the
 offset). It reads the log as starting would and reports what recovering
 gives up: each part of the log that cannot be read or is missing (file,
@@ -45,12 +43,10 @@ By default this is a dry run: nothing on disk changes. With --apply it
 applies every record it can, drops the rest, and deletes the log, so that
 the agent starts. A damaged tasks.db is not repaired: restore it from a
 backup.
-
-Flags:
 `)
-		fs.PrintDefaults()
+		printFlags(stdout, fs)
 	}
-	dataDir := fs.String("data-dir", "", "the agent's data `directory` (the agent must be stopped)")
+	dataDir := fs.String("data-dir", "", "the agent's data `DIR` (the agent must be stopped)")
 	apply := fs.Bool("apply", false, "drop what cannot be recovered and make the store startable (default: a dry run that changes nothing)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	rest, err := parseInterleaved(fs, args[1:])
@@ -60,13 +56,18 @@ Flags:
 	if len(rest) > 0 || *dataDir == "" {
 		return usagef("store recover: want --data-dir DIR")
 	}
-	path := filepath.Join(*dataDir, "tasks.db")
+	// A log without its store file is one to recover, so only a directory
+	// without any agent data is refused here.
+	if err := datadir.Check(*dataDir); err != nil {
+		return fmt.Errorf("store recover: %w", err)
+	}
+	path := filepath.Join(*dataDir, datadir.TaskStore)
 	r, err := boltstore.Recover(path, time.Second, *apply)
 	if errors.Is(err, bolt.ErrTimeout) {
 		return fmt.Errorf("store recover: the agent using %s is running: stop it first", *dataDir)
 	}
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("store recover: no task store in %s (no tasks.db, no log)", *dataDir)
+		return fmt.Errorf("store recover: no task store in %s (no %s, no log)", *dataDir, datadir.TaskStore)
 	}
 	if err != nil {
 		return fmt.Errorf("store recover: %w", err)

@@ -93,13 +93,18 @@ func TestStoreRecoverRefusesDamagedFile(t *testing.T) {
 	}
 }
 
-// TestStoreRecoverNoStore: a directory without a store is not made one.
+// TestStoreRecoverNoStore: a directory without a task store is not made
+// one, even when it holds other agent data (TestDataDirRefused has the
+// directory without any).
 func TestStoreRecoverNoStore(t *testing.T) {
 	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ledger.db"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var out bytes.Buffer
 	err := run(t.Context(), []string{"store", "recover", "--data-dir", dir, "--apply"}, &out, &out)
 	if err == nil || !strings.Contains(err.Error(), "no task store in") {
-		t.Fatalf("recover of an empty directory: %v", err)
+		t.Fatalf("recover of a directory without a task store: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "tasks.db")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("recover made a store file in an empty directory: %v", err)

@@ -18,8 +18,6 @@ import (
 	"github.com/handoff-a2a/handoff/push/webhook"
 )
 
-const webhookListenSynopsis = "listen --agent URL [--addr ADDR] [--path PATH] [--token T] [--audience URL]"
-
 // webhookShutdownGrace is how long a stopping receiver lets requests in
 // flight finish.
 const webhookShutdownGrace = 5 * time.Second
@@ -33,7 +31,7 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case "listen":
 		return runWebhookListen(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, "Usage: handoff webhook "+webhookListenSynopsis)
+		printSynopses(stdout, "webhook")
 		return nil
 	}
 	return usagef("webhook: unknown subcommand %q (want listen)", args[0])
@@ -44,11 +42,11 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // stdout, one JSON object per line; refusals get 401 and a line on stderr.
 // Its first line on stderr is "listening on HOST:PORT", the bound address.
 func runWebhookListen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("webhook listen", webhookListenSynopsis, stdout)
-	addr := fs.String("addr", "127.0.0.1:9000", "TCP `address` to listen on; port 0 picks a free port")
+	fs := newFlagSet("webhook listen", stdout)
+	addr := fs.String("addr", "127.0.0.1:9000", "TCP `ADDR` to listen on; port 0 picks a free port")
 	agent := fs.String("agent", "", "the agent's base `URL`; its keys are read from URL/.well-known/jwks.json (required)")
-	path := fs.String("path", "/", "the URL `path` deliveries are posted to")
-	token := fs.String("token", os.Getenv("HANDOFF_WEBHOOK_TOKEN"), "require this notification `token`, the push config's (default $HANDOFF_WEBHOOK_TOKEN)")
+	path := fs.String("path", "/", "the URL `PATH` deliveries are posted to")
+	token := fs.String("token", os.Getenv("HANDOFF_WEBHOOK_TOKEN"), "require this notification `TOKEN`, the push config's (default $HANDOFF_WEBHOOK_TOKEN)")
 	audience := fs.String("audience", "", "the push config's webhook `URL`, which deliveries are signed for; "+
 		"default http://ADDR/PATH with the host of --addr as written and the bound port. Set it when the agent reaches this "+
 		"receiver by another name, through a proxy or over https")
