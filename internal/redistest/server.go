@@ -107,7 +107,7 @@ func OpenStore(tb testing.TB, url string, opts ...redisstore.Option) (*redisstor
 	}
 	tb.Cleanup(func() {
 		s.Close()
-		DeleteKeys(tb, ClientFor(tb, url), "handoff:{"+ns+"}:*")
+		deleteKeys(tb, ClientFor(tb, url), "handoff:{"+ns+"}:*")
 	})
 	return s, "handoff:{" + ns + "}:"
 }
@@ -133,8 +133,8 @@ func ClientFor(tb testing.TB, url string) redis.UniversalClient {
 	return c
 }
 
-// DeleteKeys deletes the keys matching pattern, on every master of a Cluster.
-func DeleteKeys(tb testing.TB, c redis.UniversalClient, pattern string) {
+// deleteKeys deletes the keys matching pattern, on every master of a Cluster.
+func deleteKeys(tb testing.TB, c redis.UniversalClient, pattern string) {
 	ctx := context.Background()
 	del := func(ctx context.Context, c *redis.Client) error {
 		it := c.Scan(ctx, 0, pattern, 500).Iterator()

@@ -43,11 +43,11 @@ func Sealer(t testing.TB, secrets ...string) *tasks.Sealer {
 	return s
 }
 
-// SecretA and SecretB are secrets a test's [Sealer] may seal with; token and
-// cred are the secrets of push configs, which must never be kept in clear.
+// SecretA is a secret a test's [Sealer] may seal with, and secretB another;
+// token and cred are the secrets of push configs, never to be kept in clear.
 const (
 	SecretA = "secret-A-0123456789abcdef0123456789abcdef"
-	SecretB = "secret-B-0123456789abcdef0123456789abcdef"
+	secretB = "secret-B-0123456789abcdef0123456789abcdef"
 	token   = "TOKEN-in-clear-4f1d"
 	cred    = "CREDENTIAL-in-clear-9c2e"
 )
@@ -93,7 +93,7 @@ func testSealedAtRest(t *testing.T, place func(t *testing.T) Sealed) {
 	}
 
 	// Rotation: B seals, A still opens.
-	s = b.Open(t, Sealer(t, SecretB, SecretA))
+	s = b.Open(t, Sealer(t, secretB, SecretA))
 	if err := s.PutPushConfig(ctx, alice, secretConfig("t1", "new")); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func testSealedAtRest(t *testing.T, place func(t *testing.T) Sealed) {
 	}
 
 	// A retired: its value no longer opens, the new one does.
-	s = b.Open(t, Sealer(t, SecretB))
+	s = b.Open(t, Sealer(t, secretB))
 	if _, err := s.GetPushConfig(ctx, alice, "t1", "old"); !errors.Is(err, tasks.ErrUnsealable) {
 		t.Fatalf("get under a retired key: %v, want ErrUnsealable", err)
 	}
