@@ -270,7 +270,7 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 	// is read: a caller without credentials never holds body memory.
 	bodies := bodyLimits{max: limit, timeout: a.cfg.Server.ReadTimeout.Duration, budget: newBodyBudget(a.cfg.Server.MaxInflightBodyBytes)}
 	jsonrpc := authenticate(a.authn, bindingJSONRPC, limitBody(bodies, true, jsonrpcMend(versioned(
-		streamJSONRPC(a.handler, a2asrv.NewJSONRPCHandler(a.handler)), a2av0.NewJSONRPCHandler(a.handler), true))))
+		streamJSONRPC(a.handler), a2av0.NewJSONRPCHandler(a.handler), true))))
 	mux.Handle("POST "+pathJSONRPC, jsonrpc)
 	mux.Handle("POST "+pathJSONRPC+"/{$}", jsonrpc) // where a widely used test client posts
 	mux.Handle(pathREST+"/", authenticate(a.authn, bindingREST, limitBody(bodies, false, restDeleteBody(versioned(

@@ -147,9 +147,6 @@ func withCaller(ctx context.Context) context.Context {
 }
 
 func (h callerHandler) GetTask(ctx context.Context, r *a2a.GetTaskRequest) (*a2a.Task, error) {
-	if rep, ok := ctx.Value(replayKey{}).(getReplay); ok {
-		return rep.t, rep.err // answered already, through streamJSONRPC
-	}
 	return h.next.GetTask(withCaller(ctx), r)
 }
 
@@ -162,9 +159,6 @@ func (h callerHandler) CancelTask(ctx context.Context, r *a2a.CancelTaskRequest)
 }
 
 func (h callerHandler) SendMessage(ctx context.Context, r *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
-	if rep, ok := ctx.Value(replayKey{}).(sendReplay); ok {
-		return nil, rep.err // answered already, through streamJSONRPC
-	}
 	if r != nil && r.Message != nil && h.receive != nil {
 		if err := h.receive(r.Message); err != nil {
 			return nil, err
@@ -178,9 +172,6 @@ func (h callerHandler) SubscribeToTask(ctx context.Context, r *a2a.SubscribeToTa
 }
 
 func (h callerHandler) SendStreamingMessage(ctx context.Context, r *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
-	if seq, ok := ctx.Value(replayKey{}).(iter.Seq2[a2a.Event, error]); ok {
-		return seq // a stream started by streamJSONRPC, whose first answer a2a-go writes
-	}
 	if r != nil && r.Message != nil && h.receive != nil {
 		if err := h.receive(r.Message); err != nil {
 			return func(yield func(a2a.Event, error) bool) { yield(nil, err) }

@@ -397,19 +397,32 @@ func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 	})
 }
 
-// replayKey marks a request context that carries the answer a2a-go's
-// handler is to write, instead of starting a task: the stream, or the
-// [sendReplay] of a SendMessage.
-type replayKey struct{}
+// answered is the engine as a2a-go's JSON-RPC handler sees it once
+// streamJSONRPC has called the engine and left the answer to a2a-go, so that
+// a2a-go writes it in its own format: a GetTask's task the store's writers
+// refused or its error, a SendMessage's error, a stream's first error (none:
+// a stream that ended without an event). a2a-go decodes the same body again
+// and so calls the same method; any other goes to the engine.
+type answered struct {
+	a2asrv.RequestHandler
+	task *a2a.Task
+	err  error
+}
 
-// sendReplay is the error a SendMessage answered.
-type sendReplay struct{ err error }
+func (a answered) GetTask(context.Context, *a2a.GetTaskRequest) (*a2a.Task, error) {
+	return a.task, a.err
+}
 
-// getReplay is what a GetTask answered: an error, or a task the store's
-// writers refused (a2a-go's encoding/json then answers).
-type getReplay struct {
-	t   *a2a.Task
-	err error
+func (a answered) SendMessage(context.Context, *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	return nil, a.err
+}
+
+func (a answered) SendStreamingMessage(context.Context, *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if a.err != nil {
+			yield(nil, a.err)
+		}
+	}
 }
 
 // flushingStreamer is a handler whose streams flush a buffering transport
@@ -429,8 +442,11 @@ type flushingStreamer interface {
 // event as the engine yields it, in the JSON the store's writers make. A
 // request it does not take apart the way a2a-go does, and a stream whose
 // first answer is an error (and every SendMessage and GetTask error), go to
-// next, so their answers are a2a-go's.
-func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
+// a2a-go's JSON-RPC handler, so their answers are a2a-go's: next takes the
+// requests this one does not, and an answer already computed is written by
+// a2a-go's handler around [answered].
+func streamJSONRPC(h a2asrv.RequestHandler) http.Handler {
+	next := a2asrv.NewJSONRPCHandler(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := r.Body.(*bufferedBody)
 		flusher, canFlush := w.(http.Flusher)
@@ -467,7 +483,7 @@ func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 			}
 			if buf == nil {
 				body.Reset(body.data)
-				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), replayKey{}, getReplay{t, err})))
+				a2asrv.NewJSONRPCHandler(answered{h, t, err}).ServeHTTP(w, r)
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
@@ -480,7 +496,7 @@ func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 			res, err := h.SendMessage(ctx, &req)
 			if err != nil {
 				body.Reset(body.data)
-				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), replayKey{}, sendReplay{err})))
+				a2asrv.NewJSONRPCHandler(answered{h, nil, err}).ServeHTTP(w, r)
 				return
 			}
 			buf := append(append((*bp)[:0], `{"jsonrpc":"2.0","id":`...), id...)
@@ -539,12 +555,7 @@ func streamJSONRPC(h a2asrv.RequestHandler, next http.Handler) http.Handler {
 			return
 		}
 		body.Reset(body.data)
-		replay := func(yield func(a2a.Event, error) bool) {
-			if firstErr != nil {
-				yield(nil, firstErr)
-			}
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), replayKey{}, iter.Seq2[a2a.Event, error](replay))))
+		a2asrv.NewJSONRPCHandler(answered{h, nil, firstErr}).ServeHTTP(w, r)
 	})
 }
 
