@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // The layout of bbolt's pages (go.etcd.io/bbolt/internal/common/page.go):
@@ -69,6 +71,11 @@ func (w *pageWalk) read(id uint64) ([]byte, error) {
 		return nil, fmt.Errorf("page %d names itself page %d", id, got)
 	}
 	overflow := uint64(le.Uint32(h[12:]))
+	// No value bbolt stores needs more pages than its largest one does; a
+	// larger count is damage, refused before it is read into memory.
+	if overflow > uint64(bolt.MaxValueSize)/uint64(w.ps)+1 {
+		return nil, fmt.Errorf("page %d claims %d overflow pages, more than any value needs", id, overflow)
+	}
 	if id+overflow >= w.hwm {
 		return nil, fmt.Errorf("page %d runs %d pages past the file's pages", id, id+overflow-w.hwm+1)
 	}
@@ -127,6 +134,10 @@ func (w *pageWalk) node(p []byte, id uint64, depth int, low, high []byte) ([]byt
 	}
 	if boltPageHeader+count*boltElementSize > len(p) {
 		return nil, fmt.Errorf("page %d: %d elements do not fit in it", id, count)
+	}
+	if flags == boltBranchPage && count == 0 {
+		// bbolt never writes one, and its cursor reads element 0 of it anyway.
+		return nil, fmt.Errorf("page %d is a branch page without elements", id)
 	}
 	// key is element i's key; ok is false when it lies outside the page.
 	key := func(i int) ([]byte, bool) {

@@ -60,7 +60,7 @@ func Recover(path string, timeout time.Duration, apply bool) (*Recovery, error) 
 		return nil, fmt.Errorf("recover task store %s: %w", path, err)
 	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		scans, err := scanWAL(path)
+		scans, err := scanWAL(path, true) // no store file says which format the log is in
 		if err != nil {
 			return nil, fmt.Errorf("recover task store %s: %w", path, err)
 		}
@@ -103,8 +103,10 @@ func Recover(path string, timeout time.Duration, apply bool) (*Recovery, error) 
 // recoverLog is Recover's work on the open store file (nil: none).
 func recoverLog(db *bolt.DB, path string, apply bool) (*Recovery, error) {
 	var applied uint64
+	legacy := true
 	if db != nil {
 		err := db.View(func(tx *bolt.Tx) error {
+			legacy = legacyLog(tx)
 			if tx.Bucket(bucketMeta) == nil {
 				return nil // a new file
 			}
@@ -116,7 +118,7 @@ func recoverLog(db *bolt.DB, path string, apply bool) (*Recovery, error) {
 			return nil, err
 		}
 	}
-	scans, err := scanWAL(path)
+	scans, err := scanWAL(path, legacy)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -292,8 +293,9 @@ func checkBoltFile(path string) error {
 	if !ok {
 		return damaged("neither of its two meta pages checks (a file of %d bytes)", size)
 	}
-	if need := int64(m.pgid) * int64(m.pageSize); size < need {
-		return damaged("it is %d bytes, but its last commit (transaction %d) holds %d: it was cut short", size, m.txid, need)
+	// Divided, not multiplied: a damaged page count must not wrap around.
+	if m.pageSize == 0 || m.pgid > uint64(size)/uint64(m.pageSize) {
+		return damaged("it is %d bytes, but its last commit (transaction %d) holds %d pages of %d bytes: it was cut short", size, m.txid, m.pgid, m.pageSize)
 	}
 	if m.root >= m.pgid || m.freelist != boltNoFreelist && m.freelist >= m.pgid {
 		return damaged("its meta page (transaction %d) points past its last page", m.txid)
@@ -313,7 +315,11 @@ func replayWAL(db *bolt.DB, path string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	scans, err := scanWAL(path)
+	var legacy bool
+	if err := db.View(func(tx *bolt.Tx) error { legacy = legacyLog(tx); return nil }); err != nil {
+		return 0, err
+	}
+	scans, err := scanWAL(path, legacy)
 	if err != nil {
 		return 0, err
 	}
@@ -334,6 +340,17 @@ func replayWAL(db *bolt.DB, path string) (uint64, error) {
 	}
 	if err := removeLog(path, plan.paths); err != nil {
 		return 0, err
+	}
+	if legacy { // no old segment is left: a headerless one is damage from now on
+		if err := db.Update(func(tx *bolt.Tx) error {
+			b, err := tx.CreateBucketIfNotExists(bucketMeta)
+			if err != nil {
+				return err
+			}
+			return b.Put(keyLogFormat, logFormat2)
+		}); err != nil {
+			return 0, fmt.Errorf("record the log format: %w", err)
+		}
 	}
 	// Numbers go on from the last one used, so bbolt's position never
 	// covers a record still to come.
@@ -487,6 +504,28 @@ var errRetryBatch = errors.New("retry batch")
 // record it applied, written in the transaction that applies it: replay
 // skips what is at or below it.
 var keyLogApplied = []byte("log_applied")
+
+// noSpace reports whether err is a write that found the disk or the
+// quota full.
+func noSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// keyLogFormat records that the log beside the store file is written with
+// segment headers (format 2): from then on a segment without a valid header
+// is damage, not an old segment. It is written, synced, after the first
+// replay by this format and before its first segment.
+var keyLogFormat = []byte("log_format")
+
+// logFormat2 is keyLogFormat's value.
+var logFormat2 = []byte("2")
+
+// legacyLog reports whether the log beside db may still hold old-format
+// segments: db never recorded keyLogFormat.
+func legacyLog(tx *bolt.Tx) bool {
+	b := tx.Bucket(bucketMeta)
+	return b == nil || b.Get(keyLogFormat) == nil
+}
 
 // commitLoop is the committer: it takes everything queued and commits it.
 func (s *Store) commitLoop() {
@@ -711,6 +750,10 @@ func (s *Store) check(a *walAppend, moved map[a2a.TaskID]walHead, stored map[a2a
 	if v := max(len(a.rec), len(a.encoded)); v > bolt.MaxValueSize {
 		return fmt.Errorf("task record of %d bytes, over the store's limit of %d", v, bolt.MaxValueSize)
 	}
+	// Nor may the log take a record it could not read back after a crash.
+	if v := len(a.rec) + len(a.encoded) + len(a.index) + len(a.owner) + len(a.id) + 64; v > walMaxRecordSize {
+		return fmt.Errorf("task write of %d bytes, over the log's limit of %d", v, walMaxRecordSize)
+	}
 	if a.version != h.version+a.events {
 		return tasks.ErrConflict
 	}
@@ -885,11 +928,15 @@ func (s *Store) apply(batch []*boltWrite) {
 }
 
 // stallOrBreak, under amu, handles a batch with appends bbolt did not
-// commit: a refused append, or a failure while the store closes, breaks
-// the store; any other failure stalls it, the appends queued again for the
-// applier's next try.
+// commit: a full disk stalls the store, the appends queued again for the
+// applier's next try; anything else (a refused append, a failure while the
+// store closes, an I/O error) breaks it. Only a write that found no space
+// is safe to retry: one whose meta page sync failed (EIO) may have left that
+// page in the cache, and a retry reusing its transaction id and pages could
+// then overwrite what it points to. The next open replays the log, which
+// keeps every record.
 func (s *Store) stallOrBreak(batch []*boltWrite, err error, refused bool) {
-	if refused || s.ending {
+	if refused || s.ending || !noSpace(err) {
 		s.broken = fmt.Errorf("task store: %w", err)
 		return
 	}

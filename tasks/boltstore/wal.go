@@ -644,7 +644,10 @@ type walItem struct {
 }
 
 // scanWAL lists and reads the segments of the log at base, oldest first.
-func scanWAL(base string) ([]*walScan, error) {
+// legacy says whether segments without a header may be old-format ones: only
+// while the store file has not recorded that this format wrote its log
+// (keyLogFormat). After that, a segment without a valid header is damaged.
+func scanWAL(base string, legacy bool) ([]*walScan, error) {
 	// Listed, not globbed: the store's path may hold pattern characters.
 	entries, err := os.ReadDir(filepath.Dir(base))
 	if err != nil {
@@ -669,7 +672,7 @@ func scanWAL(base string) ([]*walScan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read log: %w", err)
 		}
-		if err := sc.scan(data); err != nil {
+		if err := sc.scan(data, legacy); err != nil {
 			return nil, err
 		}
 	}
@@ -679,7 +682,7 @@ func scanWAL(base string) ([]*walScan, error) {
 // scan reads data, the segment's bytes, into sc. It fails only on a record
 // whose checksums match but whose payload does not decode, which no crash
 // and no random damage makes.
-func (sc *walScan) scan(data []byte) error {
+func (sc *walScan) scan(data []byte, legacy bool) error {
 	sc.end, sc.size = len(data), len(data)
 	for sc.end > 0 && data[sc.end-1] == 0 {
 		sc.end--
@@ -687,6 +690,12 @@ func (sc *walScan) scan(data []byte) error {
 	seed, ok := segmentSeed(data)
 	off := walSegmentHeaderSize
 	if !ok {
+		if !legacy {
+			// A segment gets its header, synced, before its name: no crash
+			// leaves one without. Its records cannot be read.
+			sc.items = append(sc.items, walItem{off: 0, end: max(sc.end, sc.size)})
+			return nil
+		}
 		if sc.end == 0 {
 			return nil // an old, empty segment
 		}

@@ -332,7 +332,7 @@ func TestWALCrashNeverRefused(t *testing.T) {
 			data = data[:acked+rng.IntN(end-acked)]
 		}
 		sc := &walScan{path: "segment", first: 1}
-		if err := sc.scan(data); err != nil {
+		if err := sc.scan(data, false); err != nil {
 			t.Fatalf("trial %d (mode %d): %v", trial, mode, err)
 		}
 		scans := []*walScan{sc}

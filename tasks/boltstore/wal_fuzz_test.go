@@ -35,7 +35,7 @@ func FuzzScanWAL(f *testing.F) {
 		applied %= 1 << 40
 		data := append(bytes.Clone(hdr), b...)
 		sc := &walScan{path: "seg", first: 1}
-		if err := sc.scan(data); err != nil {
+		if err := sc.scan(data, false); err != nil {
 			var de *LogDamageError
 			if !errors.As(err, &de) || !errors.Is(err, tasks.ErrCorrupt) {
 				t.Fatalf("scan failed without naming the damage: %v", err)

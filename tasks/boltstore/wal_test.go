@@ -112,7 +112,7 @@ func TestWALSpare(t *testing.T) {
 // readWAL reads the log at base as opening a store that has applied
 // nothing does.
 func readWAL(base string) ([]*walAppend, []string, uint64, error) {
-	scans, err := scanWAL(base)
+	scans, err := scanWAL(base, true) // old segments may be there, as in a store that never recorded its log format
 	if err != nil {
 		return nil, nil, 0, err
 	}
