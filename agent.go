@@ -299,7 +299,7 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 		}
 		fmt.Fprintf(w, "ok (store %s)\n", a.cfg.Store.Kind)
 	})
-	return logRequests(a.log, mux), nil
+	return guardResponses(writeStallTimeout, logRequests(a.log, mux)), nil
 }
 
 // Serve answers on ln until ctx ends, then stops taking new messages, lets
@@ -336,7 +336,10 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true) // h2c: gRPC without TLS
-	if a.tools != nil {                     // MCP servers run as long as the agent serves
+	// Streams per HTTP/2 connection: each is a handler goroutine, and the
+	// connection cap counts connections, not streams.
+	srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: maxStreamsPerConn}
+	if a.tools != nil { // MCP servers run as long as the agent serves
 		mcpCtx, stopMCP := context.WithCancel(context.WithoutCancel(ctx))
 		mcpDone := make(chan struct{})
 		go func() {

@@ -7,7 +7,6 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"connectrpc.com/connect"
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -99,8 +98,7 @@ func authenticate(a *auth.Authenticator, b binding, next http.Handler) http.Hand
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="a2a"`)
 			if r.Body != nil && r.Body != http.NoBody { // its body is never read, and waited for only briefly
-				w.Header().Set("Connection", "close")
-				_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(refusalDrain))
+				closeUnread(w, r)
 			}
 			msg := err.Error()
 			switch b {

@@ -290,3 +290,8 @@ func connectionCap(want int, log *slog.Logger) int {
 	}
 	return want
 }
+
+// maxStreamsPerConn bounds the concurrent streams of one HTTP/2 connection
+// (Go's default is 250): with max_connections it bounds the handlers that
+// run at once.
+const maxStreamsPerConn = 100

@@ -147,9 +147,9 @@ type bodyLimits struct {
 // limitBody reads the request body whole, within the limits: a body larger
 // than max is answered 413 without being read; one that finds no room in
 // the budget 503 with Retry-After; one that does not arrive within the
-// timeout 408. Each of these closes the connection after the answer, since
-// the rest of the body is never read. The budget holds the body's bytes
-// until the handler returns. The read deadline is the request's own,
+// timeout 408. Each of these closes the connection (HTTP/1) after the
+// answer, since the rest of the body is never read. The budget holds the
+// body's bytes until the answer starts (or the handler returns). The read deadline is the request's own,
 // counted from the end of its headers, and lifted once the body is read.
 // refusalDrain is how long a refused request's unread body may still be
 // read (and discarded, at most net/http's 256 KiB) before its connection
@@ -164,13 +164,12 @@ func limitBody(lim bodyLimits, jsonrpc bool, next http.Handler) http.Handler {
 		}
 		rc := http.NewResponseController(w)
 		refuse := func(status int, grpcStatus, reason, msg string) {
-			w.Header().Set("Connection", "close")
 			// What is left of the body is waited for at most refusalDrain:
 			// net/http would otherwise read it at the client's pace before
 			// closing, and closing at once with it unread resets the
 			// connection, which can destroy the answer before the client
 			// reads it (seen under load with a chunked body over the limit).
-			_ = rc.SetReadDeadline(time.Now().Add(refusalDrain))
+			closeUnread(w, r)
 			if jsonrpc {
 				code := -32600 // the request is refused as sent
 				if status == http.StatusServiceUnavailable {
@@ -199,7 +198,12 @@ func limitBody(lim bodyLimits, jsonrpc bool, next http.Handler) http.Handler {
 				"the agent is reading as many request bodies as it holds at once; try again shortly")
 			return
 		}
-		defer func() { lim.budget.give(held) }()
+		// The budget is given back once: when the answer starts (the body
+		// is decoded by then, and a stream may last as long as its task),
+		// or when the handler returns without one.
+		var giveOnce sync.Once
+		give := func() { giveOnce.Do(func() { lim.budget.give(held) }) }
+		defer give()
 		_ = rc.SetReadDeadline(time.Now().Add(lim.timeout)) // ErrNotSupported only for a writer that cannot: nothing to bound then
 		data, err := readBody(r.Body, r.ContentLength, lim.max)
 		var tooBig *http.MaxBytesError
@@ -219,9 +223,141 @@ func limitBody(lim bodyLimits, jsonrpc bool, next http.Handler) http.Handler {
 		lim.budget.give(held - int64(len(data))) // keep only what the body holds
 		held = int64(len(data))
 		r.Body = &bufferedBody{Reader: bytes.NewReader(data), data: data}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(&onFirstWrite{ResponseWriter: w, first: give}, r)
 	})
 }
+
+// onFirstWrite calls first once, before the first WriteHeader, Write or
+// Flush passes on.
+type onFirstWrite struct {
+	http.ResponseWriter
+	first func()
+	done  bool
+}
+
+func (o *onFirstWrite) start() {
+	if !o.done {
+		o.done = true
+		o.first()
+	}
+}
+
+func (o *onFirstWrite) WriteHeader(code int) { o.start(); o.ResponseWriter.WriteHeader(code) }
+
+func (o *onFirstWrite) Write(p []byte) (int, error) { o.start(); return o.ResponseWriter.Write(p) }
+
+func (o *onFirstWrite) Flush() { o.start(); _ = http.NewResponseController(o.ResponseWriter).Flush() }
+
+func (o *onFirstWrite) FlushError() error {
+	o.start()
+	return http.NewResponseController(o.ResponseWriter).Flush()
+}
+
+func (o *onFirstWrite) Unwrap() http.ResponseWriter { return o.ResponseWriter }
+
+// closeUnread is for an answer written while the request's body is unread:
+// on HTTP/1 the connection closes after it, and what is left of the body is
+// waited for (and discarded) at most refusalDrain, where net/http would
+// read up to 256 KiB of it at the client's pace, under the connection's
+// ReadTimeout, before writing the answer. On HTTP/2 nothing is needed (the
+// server resets the stream) and Connection: close would end the connection
+// every other stream on it shares (Go's server sends GOAWAY).
+func closeUnread(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor != 1 {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(refusalDrain))
+}
+
+// writeStallTimeout bounds each response write: one that makes no progress
+// for this long fails, and its connection (HTTP/1) or stream (HTTP/2) ends.
+var writeStallTimeout = 10 * time.Second
+
+// guardResponses is the agent's outermost handler. Every response write
+// and flush must make progress within stall: a client that stops reading
+// (a tiny receive window, an HTTP/2 flow-control window of 0) holds its
+// connection or stream at most that long, while a stream that is read
+// lasts as long as its task (a deadline for the whole response would cut
+// quiet SSE streams). And an HTTP/1 answer written while the request's
+// body is unread, on any route, closes its connection (see closeUnread).
+func guardResponses(stall time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g := &guardedWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: stall, r: r}
+		if r.ProtoMajor == 1 && r.Body != nil && r.Body != http.NoBody {
+			g.body = &eofBody{ReadCloser: r.Body}
+			r.Body = g.body
+		}
+		next.ServeHTTP(g, r)
+		g.check()
+		g.arm() // what net/http writes after the handler returns, and the final flush
+		_ = g.rc.Flush()
+	})
+}
+
+// eofBody is a request body that records whether it was read to its end.
+type eofBody struct {
+	io.ReadCloser
+	eof bool
+}
+
+func (b *eofBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+// guardedWriter is the ResponseWriter guardResponses hands on.
+type guardedWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	stall   time.Duration
+	r       *http.Request
+	body    *eofBody // nil: no body, or not HTTP/1
+	checked bool
+}
+
+// check, before the answer starts, closes the connection after it when
+// the body is unread.
+func (g *guardedWriter) check() {
+	if g.checked {
+		return
+	}
+	g.checked = true
+	if g.body != nil && !g.body.eof {
+		closeUnread(g.ResponseWriter, g.r)
+	}
+}
+
+func (g *guardedWriter) arm()    { _ = g.rc.SetWriteDeadline(time.Now().Add(g.stall)) }
+func (g *guardedWriter) disarm() { _ = g.rc.SetWriteDeadline(time.Time{}) }
+
+func (g *guardedWriter) WriteHeader(code int) {
+	g.check()
+	g.arm() // a 1xx is written at once
+	defer g.disarm()
+	g.ResponseWriter.WriteHeader(code)
+}
+
+func (g *guardedWriter) Write(p []byte) (int, error) {
+	g.check()
+	g.arm()
+	defer g.disarm()
+	return g.ResponseWriter.Write(p)
+}
+
+func (g *guardedWriter) Flush() { _ = g.FlushError() }
+
+func (g *guardedWriter) FlushError() error {
+	g.check()
+	g.arm()
+	defer g.disarm()
+	return g.rc.Flush()
+}
+
+func (g *guardedWriter) Unwrap() http.ResponseWriter { return g.ResponseWriter }
 
 // readBody reads a body of the given length (-1: unknown) up to limit bytes,
 // in one allocation of the right size when the length is known.
