@@ -318,6 +318,7 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	sc := a.cfg.Server
 	limited := newConnLimiter(ln, connectionCap(sc.MaxConnections, a.log), *sc.MaxConnectionsPerIP, a.log)
+	warnPerIPBehindProxy(a.log, *sc.MaxConnectionsPerIP, a.cfg.PublicURL)
 	ln = limited
 	// No WriteTimeout: it would cut SSE streams, which last as long as their
 	// task. A2A bodies get a deadline of their own, with a 408 that says so

@@ -140,8 +140,11 @@ type ServerConfig struct {
 	// allows, with a warning. Default 4096.
 	MaxConnections int `yaml:"max_connections"`
 	// MaxConnectionsPerIP bounds the connections from one client address,
-	// the same way. Default 512; 0 turns it off (behind a proxy, every
-	// caller has the proxy's address).
+	// the same way: an IPv4 address, an IPv6 /64, or (all of them at once)
+	// the peers of a Unix socket. Default 512; 0 turns it off. Behind a
+	// reverse proxy every caller has the proxy's address, so the proxy's
+	// connections are capped at this many: turn it off there (the agent
+	// logs this once at start when it is on and public_url is https).
 	MaxConnectionsPerIP *int `yaml:"max_connections_per_ip"`
 	// MaxInflightBodyBytes bounds the bytes of request bodies held at once,
 	// across all requests; a request that would exceed it is answered 503

@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"fmt"
@@ -8,7 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,9 +24,17 @@ import (
 // connection waiting for its first request or idle between requests,
 // longest waiting first, and among those the ones that never carried an
 // authenticated request before the ones that did. A busy connection (a
-// request being read or answered) is never closed; when every connection
-// is busy, the new one is answered 503 with Retry-After and closed at once,
-// before any of it is read. So a flood of idle or unauthenticated
+// request being read or answered) is never closed, nor one that has been
+// spare, or last received bytes, for less than spareGrace: net/http counts
+// a connection busy only once it has read a request's header, so a request
+// sent but not yet read would be lost with it. When no connection can be
+// closed, the new one is answered 503 with Retry-After and closed at once,
+// before any of it is read.
+//
+// A client address is its IP, an IPv6 one by its /64 (one host's share),
+// an IPv4-mapped IPv6 one as the IPv4 address. Every Unix-socket peer has
+// the same address: behind a proxy on a socket, max_connections_per_ip
+// bounds the proxy's connections. So a flood of idle or unauthenticated
 // connections only ever displaces itself, and a caller that authenticated
 // on its keep-alive connection keeps it while the flood lasts. Closing an
 // idle keep-alive connection is what its client is ready for (the server
@@ -58,10 +70,27 @@ type limitedConn struct {
 	l  *connLimiter
 	ip string
 
+	// lastRead is when bytes last arrived (UnixNano).
+	lastRead atomic.Int64
+
 	// Guarded by l.mu.
+	idleSince  time.Time     // when it last became spare
 	counted    bool          // in total and byIP
 	waiting    *list.Element // in spare or trusted while it waits for a request
 	authorized bool          // carried an authenticated request
+}
+
+// spareGrace is how long a connection that became spare, or received
+// bytes, is kept from being closed to make room.
+const spareGrace = 250 * time.Millisecond
+
+// Read implements net.Conn, and notes that bytes arrived.
+func (c *limitedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.lastRead.Store(time.Now().UnixNano())
+	}
+	return n, err
 }
 
 // Close implements net.Conn, and gives the connection's place back.
@@ -81,63 +110,90 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		ip := c.RemoteAddr().String()
-		if host, _, err := net.SplitHostPort(ip); err == nil {
-			ip = host
-		}
-		lc := &limitedConn{Conn: c, l: l, ip: ip}
-		admitted, victims := l.admit(lc)
-		for _, v := range victims {
-			_ = v.Conn.Close() // its server goroutine sees the read fail and ends
-		}
-		if admitted {
+		lc := &limitedConn{Conn: c, l: l, ip: clientKey(c.RemoteAddr())}
+		if l.admit(lc) {
 			return lc, nil
 		}
 		l.refuse(c)
 	}
 }
 
-// admit counts c in if there is room, or room can be made; victims are the
-// connections to close for it, already uncounted.
-func (l *connLimiter) admit(c *limitedConn) (admitted bool, victims []*limitedConn) {
+// clientKey is the client address a connection from addr counts under:
+// see [connLimiter].
+func clientKey(addr net.Addr) string {
+	var ap netip.AddrPort
+	switch a := addr.(type) {
+	case *net.TCPAddr:
+		ap = a.AddrPort()
+	case nil:
+		return ""
+	default:
+		var err error
+		if ap, err = netip.ParseAddrPort(a.String()); err != nil {
+			return a.String() // a Unix socket's peer: one key for all
+		}
+	}
+	ip := ap.Addr().Unmap()
+	if ip.Is6() {
+		return netip.PrefixFrom(ip.WithZone(""), 64).Masked().String()
+	}
+	return ip.String()
+}
+
+// admit counts c in if there is room, or room can be made. The connections
+// closed to make room are closed under l.mu, so none goes from spare to
+// busy between being chosen and being closed (a request that arrives on
+// it after it is chosen finds it closed, and its client retries elsewhere
+// or sees the failure at once).
+func (l *connLimiter) admit(c *limitedConn) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	defer l.warnLocked()
+	now := time.Now()
 	if l.perIP > 0 && l.byIP[c.ip] >= l.perIP {
-		v := l.spareLocked(c.ip)
+		v := l.spareLocked(c.ip, now)
 		if v == nil {
 			l.refused++
-			return false, nil
+			return false
 		}
-		l.dropLocked(v)
-		victims = append(victims, v)
-		l.made++
+		l.evictLocked(v)
 	}
 	if l.total >= l.max {
-		v := l.spareLocked("")
+		v := l.spareLocked("", now)
 		if v == nil {
 			l.refused++
-			return false, victims
+			return false
 		}
-		l.dropLocked(v)
-		victims = append(victims, v)
-		l.made++
+		l.evictLocked(v)
 	}
 	c.counted = true
 	l.total++
 	l.byIP[c.ip]++
 	l.waitLocked(c)
-	return true, victims
+	return true
+}
+
+// evictLocked uncounts v and closes it: its server goroutine sees its read
+// fail and ends.
+func (l *connLimiter) evictLocked(v *limitedConn) {
+	l.dropLocked(v)
+	_ = v.Conn.Close()
+	l.made++
 }
 
 // spareLocked returns the connection to close first, from ip ("" any), or
-// nil when every connection is busy.
-func (l *connLimiter) spareLocked(ip string) *limitedConn {
+// nil when none is spare for longer than spareGrace.
+func (l *connLimiter) spareLocked(ip string, now time.Time) *limitedConn {
 	for _, q := range []*list.List{&l.spare, &l.trusted} {
 		for e := q.Front(); e != nil; e = e.Next() {
-			if c := e.Value.(*limitedConn); ip == "" || c.ip == ip {
-				return c
+			c := e.Value.(*limitedConn)
+			if ip != "" && c.ip != ip {
+				continue
 			}
+			if now.Sub(c.idleSince) < spareGrace || now.Sub(time.Unix(0, c.lastRead.Load())) < spareGrace {
+				continue
+			}
+			return c
 		}
 	}
 	return nil
@@ -148,6 +204,7 @@ func (l *connLimiter) waitLocked(c *limitedConn) {
 	if c.waiting != nil || !c.counted {
 		return
 	}
+	c.idleSince = time.Now()
 	if c.authorized {
 		c.waiting = l.trusted.PushBack(c)
 	} else {
@@ -199,10 +256,18 @@ var busyResponse = func() string {
 		"Connection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 }()
 
-// refuse answers c 503 and closes it, off the accept loop. The request it
-// carries is read (a little, briefly) after the answer, so that closing the
-// socket with it unread does not reset the connection before the client
-// reads the 503.
+// refuseHeadWait is how long a refused connection's request head is
+// waited for before the 503 is written anyway.
+const refuseHeadWait = 500 * time.Millisecond
+
+// refuse answers c 503 and closes it, off the accept loop. The answer is
+// written once the request's head has arrived (or refuseHeadWait passed):
+// a client that reads an answer before it sent its request calls it
+// unsolicited and fails the request (Go's, as "Unsolicited response
+// received on idle HTTP channel") instead of reading the 503. What follows
+// the head (a body) is read (a little, briefly) after the answer, so that
+// closing the socket with it unread does not reset the connection before
+// the client reads the 503.
 func (l *connLimiter) refuse(c net.Conn) {
 	select {
 	case l.refusing <- struct{}{}:
@@ -213,6 +278,8 @@ func (l *connLimiter) refuse(c net.Conn) {
 	go func() {
 		defer func() { <-l.refusing }()
 		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(refuseHeadWait))
+		readHead(c, 16<<10)
 		_ = c.SetDeadline(time.Now().Add(200 * time.Millisecond))
 		if _, err := io.WriteString(c, busyResponse); err != nil {
 			return
@@ -222,6 +289,23 @@ func (l *connLimiter) refuse(c net.Conn) {
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
 	}()
+}
+
+// readHead reads from c until the end of an HTTP/1 request head (an empty
+// line), at most limit bytes, or until a read fails.
+func readHead(c net.Conn, limit int) {
+	buf := make([]byte, 0, 4096)
+	for len(buf) < limit {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := c.Read(buf[len(buf):cap(buf)])
+		from := max(len(buf)-3, 0)
+		buf = buf[:len(buf)+n]
+		if bytes.Contains(buf[from:], []byte("\r\n\r\n")) || err != nil {
+			return
+		}
+	}
 }
 
 // connState is the server's ConnState hook: it moves each connection
@@ -269,6 +353,18 @@ func markAuthenticated(ctx context.Context) {
 		c.l.busyLocked(c) // it is busy anyway: its request runs
 		c.authorized = true
 	}
+}
+
+// warnPerIPBehindProxy logs, once at start, that the per-address cap is on
+// for an agent whose public URL is https: it is likely behind a reverse
+// proxy, and then every caller has the proxy's address.
+func warnPerIPBehindProxy(log *slog.Logger, perIP int, publicURL string) {
+	if perIP <= 0 || !strings.HasPrefix(strings.ToLower(publicURL), "https://") {
+		return
+	}
+	log.Info("server.max_connections_per_ip is on and public_url is https, so the agent is likely behind a reverse proxy: "+
+		"all connections from the proxy count under its one address; set server.max_connections_per_ip: 0 to turn the per-address cap off",
+		slog.Int("max_connections_per_ip", perIP))
 }
 
 // connectionCap is want lowered, when the process's file descriptor limit

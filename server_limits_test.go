@@ -247,17 +247,24 @@ func TestIdleTimeout(t *testing.T) {
 }
 
 // TestConnectionCapEvictsIdle: at max_connections, new connections close
-// the connections idle longest, and a connection that carried an
-// authenticated request outlives the idle ones that never did.
+// the connections idle longest (past spareGrace), and a connection that
+// carried an authenticated request outlives the idle ones that never did.
 func TestConnectionCapEvictsIdle(t *testing.T) {
 	addr := startLimitsAgent(t, keyAuth()+"server: {max_connections: 16, max_connections_per_ip: 0}\n")
 	trusted := dial(t, addr)
 	trusted.listTasks()
 	var idle []*rawConn
-	for range 40 {
+	for range 15 { // the server is full
+		c := dial(t, addr)
+		c.healthz()
+		idle = append(idle, c)
+	}
+	time.Sleep(2 * spareGrace)
+	var fresh []*rawConn
+	for range 15 {
 		c := dial(t, addr)
 		c.healthz() // each new connection is served: room is made for it
-		idle = append(idle, c)
+		fresh = append(fresh, c)
 	}
 	closed := 0
 	for _, c := range idle {
@@ -265,8 +272,13 @@ func TestConnectionCapEvictsIdle(t *testing.T) {
 			closed++
 		}
 	}
-	if closed < 40-15 {
-		t.Fatalf("%d of 40 idle connections closed by the server, want at least 25 (max_connections 16)", closed)
+	if closed != 15 {
+		t.Fatalf("%d of the 15 connections idle longest closed by the server, want 15 (max_connections 16)", closed)
+	}
+	for _, c := range fresh {
+		if c.closedByServer(10 * time.Millisecond) {
+			t.Fatal("a connection that carried its request just now was closed")
+		}
 	}
 	_ = trusted.SetDeadline(time.Now().Add(5 * time.Second))
 	trusted.listTasks() // still served on its own connection
