@@ -108,6 +108,13 @@ type bufferedBody struct {
 
 func (bufferedBody) Close() error { return nil }
 
+// release drops the body's bytes once the answer starts: it was decoded by
+// then, and a stream may last as long as its task.
+func (b *bufferedBody) release() {
+	b.data = nil
+	b.Reset(nil)
+}
+
 // bodyBudget bounds the bytes of request bodies held at once, across all
 // requests. It only ever tries: a request that finds no room is refused at
 // once (503, Retry-After) rather than queued, so waiting callers cannot
@@ -199,8 +206,8 @@ func limitBody(lim bodyLimits, jsonrpc bool, next http.Handler) http.Handler {
 			return
 		}
 		// The budget is given back once: when the answer starts (the body
-		// is decoded by then, and a stream may last as long as its task),
-		// or when the handler returns without one.
+		// is decoded by then, its bytes are dropped, and a stream may last
+		// as long as its task), or when the handler returns without one.
 		var giveOnce sync.Once
 		give := func() { giveOnce.Do(func() { lim.budget.give(held) }) }
 		defer give()
@@ -222,8 +229,9 @@ func limitBody(lim bodyLimits, jsonrpc bool, next http.Handler) http.Handler {
 		_ = rc.SetReadDeadline(time.Time{})      // the body is read: a stream may now last as long as its task
 		lim.budget.give(held - int64(len(data))) // keep only what the body holds
 		held = int64(len(data))
-		r.Body = &bufferedBody{Reader: bytes.NewReader(data), data: data}
-		next.ServeHTTP(&onFirstWrite{ResponseWriter: w, first: give}, r)
+		buffered := &bufferedBody{Reader: bytes.NewReader(data), data: data}
+		r.Body = buffered
+		next.ServeHTTP(&onFirstWrite{ResponseWriter: w, first: func() { buffered.release(); give() }}, r)
 	})
 }
 

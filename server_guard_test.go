@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -217,14 +218,23 @@ func TestBudgetGivenBackWhenStreamStarts(t *testing.T) {
 	}
 }
 
-// TestBudgetGivenBackOnce: a body's bytes are given back once, however the
-// handler answers (a write, a flush, both), so the budget never grows past
-// its size.
+// TestBudgetGivenBackOnce: a body's bytes are given back (and dropped)
+// when the answer starts, and only once, however the handler answers (a
+// write, a flush, both), so the budget never grows past its size.
 func TestBudgetGivenBackOnce(t *testing.T) {
 	budget := newBodyBudget(100)
 	lim := bodyLimits{max: 100, timeout: time.Second, budget: budget}
 	h := limitBody(lim, false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if budget.free != 60 {
+			t.Errorf("budget free = %d while a 40-byte body is held, want 60", budget.free)
+		}
 		w.WriteHeader(http.StatusOK)
+		if budget.free != 100 {
+			t.Errorf("budget free = %d once the answer started, want 100", budget.free)
+		}
+		if b := r.Body.(*bufferedBody); b.data != nil || b.Len() != 0 {
+			t.Errorf("the body's bytes are still held once the answer started")
+		}
 		_, _ = w.Write([]byte("a"))
 		http.NewResponseController(w).Flush()
 	}))
@@ -234,5 +244,93 @@ func TestBudgetGivenBackOnce(t *testing.T) {
 	}
 	if budget.free != 100 {
 		t.Fatalf("budget free = %d after three requests, want 100", budget.free)
+	}
+}
+
+// TestWriteDeadlineNotLeftOnIdleConnection: the write deadline armed for a
+// response does not outlive it: on a keep-alive connection idle for longer
+// than the stall timeout, what net/http writes itself (a 100 Continue, a
+// 400 for a malformed request) still gets through.
+func TestWriteDeadlineNotLeftOnIdleConnection(t *testing.T) {
+	lowerWriteStall(t, 200*time.Millisecond)
+	addr := startLimitsAgent(t, keyAuth())
+	c := dial(t, addr)
+	c.healthz()
+	time.Sleep(500 * time.Millisecond)
+	body := `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}`
+	c.send(fmt.Sprintf("POST %s HTTP/1.1\r\nHost: agent\r\nA2A-Version: 1.0\r\nContent-Type: application/json\r\nX-API-Key: %s\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n",
+		pathJSONRPC, limitsKey, len(body)))
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil || resp.StatusCode != http.StatusContinue {
+		t.Fatalf("no 100 Continue on a connection idle past the stall timeout: %v %v", resp, err)
+	}
+	c.send(body)
+	if resp, b := c.mustResponse("ListTasks"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("ListTasks = %d %q", resp.StatusCode, b)
+	}
+	time.Sleep(500 * time.Millisecond)
+	c.send("GET /healthz HTTP/1.1\r\nHost: agent\r\nBad Header\r\n\r\n")
+	if resp, b := c.mustResponse("a malformed request"); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a malformed request = %d %q", resp.StatusCode, b)
+	}
+}
+
+// TestH2CStreamOutlivesStallTimeout: on h2c too, a quiet SSE stream is not
+// cut by the write stall timeout, which bounds each write, not the stream.
+func TestH2CStreamOutlivesStallTimeout(t *testing.T) {
+	lowerWriteStall(t, 200*time.Millisecond)
+	addr := startLimitsAgent(t, "auth: {anonymous: true}\n")
+	tr := &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, a string, _ *tls.Config) (net.Conn, error) {
+		return net.Dial(network, a)
+	}}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	post := func(body string) *http.Response {
+		req, _ := http.NewRequest("POST", "http://"+addr+pathJSONRPC, strings.NewReader(body))
+		req.Header.Set("A2A-Version", "1.0")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := post(`{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"test-resubscribe-message-id-h2","role":"ROLE_USER","parts":[{"text":"wait"}]}}}`)
+	defer resp.Body.Close()
+	lines := make(chan string, 64)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var taskID string
+	for taskID == "" {
+		line, ok := <-lines
+		if !ok {
+			t.Fatal("the stream ended before its first event")
+		}
+		if _, rest, ok := strings.Cut(line, `"taskId":"`); ok {
+			taskID, _, _ = strings.Cut(rest, `"`)
+		} else if _, rest, ok := strings.Cut(line, `"task":{"id":"`); ok {
+			taskID, _, _ = strings.Cut(rest, `"`)
+		}
+	}
+	time.Sleep(time.Second) // quiet, five stall timeouts long
+	post(fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"CancelTask","params":{"id":%q}}`, taskID)).Body.Close()
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatal("the stream ended without the canceled event")
+			}
+			if strings.Contains(line, "TASK_STATE_CANCELED") {
+				return
+			}
+		case <-timeout:
+			t.Fatal("no canceled event within 5s")
+		}
 	}
 }

@@ -315,9 +315,11 @@ func TestConnectionCapRefusesWhenBusy(t *testing.T) {
 	}
 }
 
-// TestStreamOutlivesTimeouts: an SSE stream is not cut by read_timeout or
-// idle_timeout: it lasts as long as its task, here until it is canceled.
+// TestStreamOutlivesTimeouts: an SSE stream is not cut by read_timeout,
+// idle_timeout or the write stall timeout (it bounds each write, not the
+// stream): it lasts as long as its task, here until it is canceled.
 func TestStreamOutlivesTimeouts(t *testing.T) {
+	lowerWriteStall(t, 200*time.Millisecond)
 	addr := startLimitsAgent(t, "auth: {anonymous: true}\nserver: {read_timeout: 200ms, idle_timeout: 200ms}\n")
 	c := dial(t, addr)
 	body := `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"test-resubscribe-message-id-limits","role":"ROLE_USER","parts":[{"text":"wait"}]}}}`
