@@ -294,7 +294,9 @@ func guardResponses(stall time.Duration, next http.Handler) http.Handler {
 		g := &guardedWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: stall, r: r}
 		if r.ProtoMajor == 1 && r.Body != nil && r.Body != http.NoBody {
 			g.body = &eofBody{ReadCloser: r.Body}
+			r = r.WithContext(r.Context()) // a copy: net/http looks at its own request's body after the handler
 			r.Body = g.body
+			g.r = r
 		}
 		next.ServeHTTP(g, r)
 		g.check()
