@@ -159,6 +159,25 @@ func (s *delegateSkill) delegationID(ec *a2asrv.ExecutorContext) string {
 	return string(ec.TaskID)
 }
 
+// quietMargin is how long, past its deadline, a delegation may stay quiet:
+// the gate's own checks run after the peer's task ends.
+const quietMargin = time.Minute
+
+// delegationTimeout is how long a delegation of cfg may take.
+func delegationTimeout(cfg *DelegateConfig) time.Duration {
+	if cfg.Timeout != nil {
+		return cfg.Timeout.Duration
+	}
+	return 5 * time.Minute
+}
+
+// QuietFor implements [tasks.QuietBound]: a peer may work without a word
+// until the delegation's deadline; only then is our task failed, not at
+// the engine's idle timeout (which would cancel the peer's task too).
+func (s *delegateSkill) QuietFor(*a2asrv.ExecutorContext) time.Duration {
+	return delegationTimeout(s.cfg) + quietMargin
+}
+
 // findPeer returns a verified peer offering the skill's peer skill,
 // refreshing the directory once when none does yet.
 func (s *delegateSkill) findPeer(ctx context.Context) (delegation.PeerStatus, bool) {
@@ -172,10 +191,7 @@ func (s *delegateSkill) findPeer(ctx context.Context) (delegation.PeerStatus, bo
 
 // newRecord is the record of a delegation to peer, before anything is sent.
 func (s *delegateSkill) newRecord(ec *a2asrv.ExecutorContext, peer delegation.PeerStatus) *delegation.Record {
-	timeout := 5 * time.Minute
-	if s.cfg.Timeout != nil {
-		timeout = s.cfg.Timeout.Duration
-	}
+	timeout := delegationTimeout(s.cfg)
 	// The key is the delegation's id: a restart (or a Go executor run
 	// again) that re-sends finds the peer's task.
 	return &delegation.Record{Peer: peer.Name, CardDigest: peer.CardDigest, IdempotencyKey: s.delegationID(ec),
@@ -185,6 +201,7 @@ func (s *delegateSkill) newRecord(ec *a2asrv.ExecutorContext, peer delegation.Pe
 var (
 	_ a2asrv.AgentExecutor = (*delegateSkill)(nil)
 	_ tasks.Resumer        = (*delegateSkill)(nil)
+	_ tasks.QuietBound     = (*delegateSkill)(nil)
 )
 
 // Execute implements [a2asrv.AgentExecutor]: the peer's progress is

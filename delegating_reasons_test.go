@@ -190,22 +190,30 @@ func TestDelegationTimeoutRecorded(t *testing.T) {
 	}
 }
 
-// TestDelegationStoppedByTheEngineRecorded: the engine's idle watchdog
-// ends our task while the peer works in silence; the peer's task is
+// TestDelegationStoppedByTheEngineRecorded: our task is canceled while the
+// peer works in silence (the idle watchdog no longer ends a delegation
+// within its deadline: TestQuietPeerWithinTheDeadline); the peer's task is
 // canceled and the delegation's record says why, not "-".
 func TestDelegationStoppedByTheEngineRecorded(t *testing.T) {
 	front, _ := startPayFront(t, "{shutdown_grace: 1s, executor_idle_timeout: 500ms}")
 	_, out := call(t, front, "", "", "SendMessage",
-		`{"message":{"messageId":"idle-1","role":"ROLE_USER","metadata":{"handoff/skill":"pay-slow"},"parts":[{"data":{"order":"o-3"}}]}}`)
+		`{"message":{"messageId":"idle-1","role":"ROLE_USER","metadata":{"handoff/skill":"pay-slow"},"parts":[{"data":{"order":"o-3"}}]},"configuration":{"returnImmediately":true}}`)
 	task := resultTask(t, out)
-	if state(task) != "TASK_STATE_FAILED" {
-		t.Fatalf("front's task: %v", task)
-	}
 	id := a2a.TaskID(task["id"].(string))
 	var d acceptance.Delegation
 	deadline, tick := time.NewTimer(10*time.Second), time.NewTicker(20*time.Millisecond)
 	defer deadline.Stop()
 	defer tick.Stop()
+	for d = delegationOf(t, front, id); d.RemoteTaskID == ""; d = delegationOf(t, front, id) {
+		select {
+		case <-deadline.C:
+			t.Fatalf("delegation %+v: the peer never named its task", d)
+		case <-tick.C:
+		}
+	}
+	if _, out := call(t, front, "", "", "CancelTask", fmt.Sprintf(`{"id":%q}`, id)); state(out["result"].(map[string]any)) != "TASK_STATE_CANCELED" {
+		t.Fatalf("cancel: %v", out)
+	}
 	for d = delegationOf(t, front, id); d.Outcome == ""; d = delegationOf(t, front, id) {
 		select {
 		case <-deadline.C:
@@ -213,8 +221,8 @@ func TestDelegationStoppedByTheEngineRecorded(t *testing.T) {
 		case <-tick.C:
 		}
 	}
-	if d.RemoteState != a2a.TaskStateCanceled || d.Outcome != "failed" || !strings.Contains(d.Reason, "agent stopped answering") {
-		t.Fatalf("delegation %+v, want the peer's task canceled, outcome failed and the engine's reason", d)
+	if d.RemoteState != a2a.TaskStateCanceled || d.Outcome != "failed" || !strings.Contains(d.Reason, "Our task ended") {
+		t.Fatalf("delegation %+v, want the peer's task canceled, outcome failed and why our task ended", d)
 	}
 }
 

@@ -3,6 +3,7 @@ package handoff
 import (
 	"context"
 	"iter"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -25,6 +26,7 @@ type skillRouter struct {
 var (
 	_ a2asrv.AgentExecutor = (*skillRouter)(nil)
 	_ tasks.Resumer        = (*skillRouter)(nil)
+	_ tasks.QuietBound     = (*skillRouter)(nil)
 	_ tasks.Redactor       = (*skillRouter)(nil)
 	_ tasks.ApprovalReader = (*skillRouter)(nil)
 )
@@ -122,6 +124,18 @@ func (r *skillRouter) Approval(ctx context.Context, ec *a2asrv.ExecutorContext) 
 		return ar.Approval(ctx, ec)
 	}
 	return nil
+}
+
+// QuietFor implements [tasks.QuietBound] by the skill the message goes to.
+func (r *skillRouter) QuietFor(ec *a2asrv.ExecutorContext) time.Duration {
+	_, x, err := r.pick(ec)
+	if err != nil {
+		return 0
+	}
+	if q, ok := x.(tasks.QuietBound); ok {
+		return q.QuietFor(ec)
+	}
+	return 0
 }
 
 // Cancel implements [a2asrv.AgentExecutor].

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -75,6 +76,7 @@ type goSkill struct {
 var (
 	_ a2asrv.AgentExecutor = (*goSkill)(nil)
 	_ tasks.ApprovalReader = (*goSkill)(nil)
+	_ tasks.QuietBound     = (*goSkill)(nil)
 )
 
 // Execute implements [a2asrv.AgentExecutor]: it runs the program's
@@ -122,6 +124,16 @@ func (g *goSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 			}
 		}
 	}
+}
+
+// QuietFor implements [tasks.QuietBound]: a Go executor may wait on a
+// delegation ([Delegate]) as long as the agent's longest delegate skill may.
+func (g *goSkill) QuietFor(*a2asrv.ExecutorContext) time.Duration {
+	var d time.Duration
+	for _, cfg := range g.delegates {
+		d = max(d, delegationTimeout(cfg)+quietMargin)
+	}
+	return d
 }
 
 // Cancel implements [a2asrv.AgentExecutor] by the program's executor.

@@ -62,7 +62,8 @@ func WithMaxConcurrent(n int) Option {
 
 // WithIdleTimeout sets how long an executor may go without yielding an event
 // before its task is failed and its context cancelled. The default is two
-// minutes; zero or less turns the watchdog off.
+// minutes; zero or less turns the watchdog off. An executor that is a
+// [QuietBound] may ask for longer.
 func WithIdleTimeout(d time.Duration) Option {
 	return optionFunc(func(cfg *engineConfig) { cfg.idleTimeout = d })
 }

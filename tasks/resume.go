@@ -6,6 +6,7 @@ import (
 	"iter"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -29,6 +30,16 @@ type Resumer interface {
 	// message that started the task is in its history. It yields events as
 	// Execute does after the task exists.
 	Resume(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error]
+}
+
+// A QuietBound is an executor that may yield nothing for longer than the
+// engine's idle timeout ([WithIdleTimeout]) because it waits on work with a
+// deadline of its own: a delegation following a peer that reports no
+// progress. The engine's watchdog then waits the longer of the two.
+type QuietBound interface {
+	// QuietFor returns how long the execution of ec may yield nothing
+	// before its task is failed; zero or less: the idle timeout.
+	QuietFor(ec *a2asrv.ExecutorContext) time.Duration
 }
 
 // resumable reports whether the engine's executor takes up task after a restart.

@@ -66,6 +66,7 @@ type run struct {
 	msg       *a2a.Message
 	err       error // ends the run without a task
 	idle      *time.Timer
+	idleFor   time.Duration // how long the executor may yield nothing
 	started   chan struct{} // closed at the first write or at the end
 	done      chan struct{} // closed when the run has ended
 	endOnce   sync.Once
@@ -201,7 +202,11 @@ func (r *run) execute() {
 		}
 	}()
 	if d := r.e.cfg.idleTimeout; d > 0 {
+		if q, ok := r.e.exec.(QuietBound); ok {
+			d = max(d, q.QuietFor(r.ec))
+		}
 		r.mu.Lock()
+		r.idleFor = d
 		r.idle = time.AfterFunc(d, func() { r.stall(d) })
 		r.mu.Unlock()
 	}
@@ -285,7 +290,7 @@ func (r *run) emit(ev a2a.Event) bool {
 		return false
 	}
 	if r.idle != nil {
-		r.idle.Reset(r.e.cfg.idleTimeout)
+		r.idle.Reset(r.idleFor)
 	}
 	if ev == nil {
 		r.failLocked("The agent produced an invalid event: nil.")
