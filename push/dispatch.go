@@ -98,7 +98,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		d.nudge(pd.Config.TaskID, pd.Config.ID)
 	}
 	<-ctx.Done()
-	d.wg.Wait()
+	d.drain()
 	return nil
 }
 
@@ -139,6 +139,16 @@ func (d *Dispatcher) Notify(task a2a.TaskID) {
 			d.nudge(task, pd.Config.ID)
 		}
 	}()
+}
+
+// drain waits for the workers once ctx has ended. Workers are added under
+// mu after a check that ctx has not ended, so taking mu first orders every
+// Add before the Wait (a worker added concurrently with the Wait could
+// outlive Run).
+func (d *Dispatcher) drain() {
+	d.mu.Lock() // an empty critical section: a barrier, not a guard
+	d.mu.Unlock()
+	d.wg.Wait()
 }
 
 // nudge makes sure a worker runs for the config and looks again.

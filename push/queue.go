@@ -117,7 +117,7 @@ func (d *Dispatcher) runShared(ctx context.Context) error {
 		}
 	}
 	<-touched
-	d.wg.Wait()
+	d.drain()
 	return nil
 }
 
