@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/gowebpki/jcs"
+
+	"github.com/handoff-a2a/handoff/internal/jcs"
 )
 
 // Errors Decide and NewGate return. Callers branch on them with errors.Is.
@@ -505,11 +506,7 @@ func (g *Gate) commit(ctx context.Context, contract *Contract, c Completion, evi
 // digest is the SHA-256 of the RFC 8785 canonical JSON of data, so that equal evidence has one
 // digest however a peer ordered or spaced it.
 func digest(data any) (string, error) {
-	js, err := json.Marshal(data)
-	if err != nil {
-		return "", err
-	}
-	canon, err := jcs.Transform(js)
+	canon, err := jcs.Append(nil, data)
 	if err != nil {
 		return "", err
 	}

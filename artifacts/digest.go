@@ -3,12 +3,12 @@ package artifacts
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/gowebpki/jcs"
+
+	"github.com/handoff-a2a/handoff/internal/jcs"
 )
 
 const digestPrefix = "sha256:"
@@ -37,11 +37,7 @@ func canonicalParts(a *a2a.Artifact) ([]byte, error) {
 	if _, err := partsSize(a.Parts); err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(a.Parts)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidArtifact, err)
-	}
-	c, err := jcs.Transform(b)
+	c, err := jcs.Append(nil, a.Parts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: canonical json: %v", ErrInvalidArtifact, err)
 	}

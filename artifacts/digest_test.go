@@ -1,12 +1,16 @@
 package artifacts_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	gojcs "github.com/gowebpki/jcs"
+
 	"github.com/handoff-a2a/handoff/artifacts"
 )
 
@@ -47,6 +51,30 @@ func TestDigestStableAcrossJSONRoundTrip(t *testing.T) {
 	}
 	if got != want {
 		t.Errorf("digest after round trip = %s, want %s", got, want)
+	}
+}
+
+// Digests are kept in ledgers and tasks; the canonical writer must give the
+// bytes gowebpki/jcs gave before it, or a stored digest stops matching.
+func TestDigestSameAsTransform(t *testing.T) {
+	a := sample()
+	a.Parts = append(a.Parts, a2a.NewDataPart(map[string]any{"\u00e9t\u00e9": "\U0001F600", "n": -0.0000012, "": json.Number("10")}))
+	b, err := json.Marshal(a.Parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := gojcs.Transform(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(c)
+	want := "sha256:" + hex.EncodeToString(sum[:])
+	got, err := artifacts.Digest(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("Digest = %s, want %s (gowebpki/jcs over %s)", got, want, b)
 	}
 }
 

@@ -4,14 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/google/uuid"
-	"github.com/gowebpki/jcs"
+
+	"github.com/handoff-a2a/handoff/internal/jcs"
 )
 
 // ContentDigestKey is the task metadata key under which a task started by a
@@ -25,11 +25,8 @@ const ContentDigestKey = "handoff/idempotency-digest"
 // idempotency key must send again. Ids, metadata (an envelope's deadline,
 // trace context) and the role may differ between repeats.
 func contentDigest(m *a2a.Message) (string, error) {
-	b, err := json.Marshal(m.Parts)
+	b, err := jcs.Append(nil, m.Parts)
 	if err != nil {
-		return "", fmt.Errorf("digest message %s: %w", m.ID, err)
-	}
-	if b, err = jcs.Transform(b); err != nil {
 		return "", fmt.Errorf("digest message %s: %w", m.ID, err)
 	}
 	sum := sha256.Sum256(b)
