@@ -525,10 +525,15 @@ func (r *run) result() (a2a.SendMessageResult, error) {
 		return nil, r.err
 	case r.msg != nil:
 		return r.msg, nil
+	case r.writeErr != nil:
+		// Checked before committed: a later write that failed must not be
+		// answered with the last state stored, as if the task were on its way.
+		if r.committed != nil {
+			return nil, a2a.NewError(a2a.ErrInternalError, fmt.Sprintf("the agent could not store task %s's progress; it was left %s", r.ec.TaskID, r.committed.Task.Status.State))
+		}
+		return nil, a2a.NewError(a2a.ErrInternalError, "the agent could not store the task")
 	case r.committed != nil:
 		return r.committed.Task, nil
-	case r.writeErr != nil:
-		return nil, a2a.NewError(a2a.ErrInternalError, "the agent could not store the task")
 	}
 	return nil, a2a.NewError(a2a.ErrInvalidAgentResponse, "the agent produced nothing")
 }
