@@ -662,6 +662,7 @@ func (r *run) answer(ctx context.Context, cfg *a2a.SendMessageConfig) (a2a.SendM
 	}
 	select {
 	case <-wait:
+	case <-r.fullC: // told now: the task goes on when the store has room
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

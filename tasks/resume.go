@@ -97,6 +97,7 @@ func (r *run) detach() bool {
 		return false
 	}
 	r.ended = true // the executor's last events, answering the cancellation, are not stored
+	r.giveUpLocked()
 	r.flushLocked()
 	r.mu.Unlock()
 	r.e.cfg.logger.Info("task left to resume at the next start", slog.String("task_id", string(r.ec.TaskID)))

@@ -62,15 +62,21 @@ type run struct {
 	wake      chan struct{} // tells the writer there is something pending
 	quit      chan struct{} // closed when the writer should exit
 	writeErr  error
-	ended     bool // no more events are taken
-	msg       *a2a.Message
-	err       error // ends the run without a task
-	idle      *time.Timer
-	idleFor   time.Duration // how long the executor may yield nothing
-	started   chan struct{} // closed at the first write or at the end
-	done      chan struct{} // closed when the run has ended
-	endOnce   sync.Once
-	startOne  sync.Once
+	// full is the store's refusal of the last write for want of room
+	// ([ErrStoreFull]), while the writer waits to write it again; nil once
+	// a write is stored.
+	full     error
+	fullC    chan struct{} // closed at the first such refusal: blocking sends are answered
+	fullOnce sync.Once
+	ended    bool // no more events are taken
+	msg      *a2a.Message
+	err      error // ends the run without a task
+	idle     *time.Timer
+	idleFor  time.Duration // how long the executor may yield nothing
+	started  chan struct{} // closed at the first write or at the end
+	done     chan struct{} // closed when the run has ended
+	endOnce  sync.Once
+	startOne sync.Once
 }
 
 func (e *Engine) newRun(ctx context.Context, h *hub, owner Owner, ec *a2asrv.ExecutorContext, base *Snapshot, slot bool) *run {
@@ -78,7 +84,8 @@ func (e *Engine) newRun(ctx context.Context, h *hub, owner Owner, ec *a2asrv.Exe
 	// may leave; the task goes on) but keeps its values: logger, call context.
 	ctx, stop := context.WithCancelCause(context.WithoutCancel(ctx))
 	r := &run{e: e, h: h, owner: owner, ec: ec, ctx: ctx, stop: stop, cur: base, committed: base, slot: slot,
-		started: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1), quit: make(chan struct{})}
+		started: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1), quit: make(chan struct{}),
+		fullC: make(chan struct{})}
 	r.flushed = sync.NewCond(&r.mu)
 	select {
 	case e.writers <- r:
@@ -153,6 +160,10 @@ func (r *run) writeLoop() {
 		if snap := r.e.writtenElsewhere(r, prev, err); snap != nil {
 			r.committed, r.cur, r.pending, r.ended = snap, snap, nil, true
 			r.stop(errLeaseLost)
+		} else if err != nil && prev != nil && errors.Is(err, ErrStoreFull) {
+			r.keepLocked(evs, err)
+			r.mu.Unlock()
+			continue
 		} else if err != nil {
 			r.e.cfg.logger.Error("store task event", slog.String("task_id", string(r.ec.TaskID)), slog.Any("error", err))
 			r.writeErr, r.ended = err, true
@@ -161,6 +172,10 @@ func (r *run) writeLoop() {
 			}
 			r.stop(err)
 		} else {
+			if r.full != nil {
+				r.e.cfg.logger.Info("task store took the task's events again", slog.String("task_id", string(r.ec.TaskID)))
+				r.full = nil
+			}
 			first := version(prev) + 1
 			stored := make([]Event, len(evs))
 			for i, e := range evs {
@@ -179,6 +194,44 @@ func (r *run) writeLoop() {
 		r.spare = evs[:0]
 		r.flushed.Broadcast()
 		r.mu.Unlock()
+	}
+}
+
+// keepLocked, under mu, keeps the events of a write the store refused for
+// want of room ahead of those queued since, and has the writer try them
+// again after a pause. Only an acknowledged task's writes are kept: the
+// task exists, so failing it would need a write too, and its events are
+// durable once the store has room; a new task's first write fails at once,
+// and its sender is told.
+func (r *run) keepLocked(evs []a2a.Event, err error) {
+	if r.full == nil {
+		r.e.cfg.logger.Warn("task store full: keeping the task's events until it takes them",
+			slog.String("task_id", string(r.ec.TaskID)), slog.Any("error", err))
+	}
+	r.full = err
+	r.pending = append(evs, r.pending...)
+	r.spare = nil // evs is pending again
+	r.writing = false
+	r.fullOnce.Do(func() { close(r.fullC) })
+	r.flushed.Broadcast()
+	time.AfterFunc(fullRetry, func() {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// fullRetry is how long the writer waits before it writes again what a
+// full store refused: the store's own retry of a stalled disk is 100 ms.
+const fullRetry = 200 * time.Millisecond
+
+// giveUpLocked, under mu, stops waiting for a full store to take the
+// run's events, at shutdown: the task stays as stored, for the next start.
+func (r *run) giveUpLocked() {
+	if r.full != nil && r.writeErr == nil {
+		r.writeErr = r.full
+		r.flushed.Broadcast()
 	}
 }
 
@@ -436,6 +489,7 @@ func (r *run) stall(d time.Duration) {
 // abort fails the task because the agent is shutting down.
 func (r *run) abort(reason string) {
 	r.mu.Lock()
+	r.giveUpLocked()
 	r.failLocked(reason)
 	r.mu.Unlock()
 	r.stop(context.Canceled)
@@ -525,6 +579,8 @@ func (r *run) result() (a2a.SendMessageResult, error) {
 		return nil, r.err
 	case r.msg != nil:
 		return r.msg, nil
+	case r.full != nil && r.writeErr == nil:
+		return nil, a2a.NewError(a2a.ErrInternalError, fmt.Sprintf("the agent could not store task %s's progress: its task store is full; the task was left %s and goes on when the store has room", r.ec.TaskID, r.committed.Task.Status.State))
 	case r.writeErr != nil:
 		// Checked before committed: a later write that failed must not be
 		// answered with the last state stored, as if the task were on its way.

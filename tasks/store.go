@@ -22,6 +22,11 @@ var (
 	ErrInvalidPageToken = errors.New("invalid page token")
 	// ErrClosed is returned by a store's methods after Close.
 	ErrClosed = errors.New("store closed")
+	// ErrStoreFull means the store is out of room (a full disk or quota, a
+	// memory limit) and stored nothing of the write: the same write may
+	// succeed later. The engine keeps an acknowledged task's events and
+	// writes them again once the store takes them.
+	ErrStoreFull = errors.New("store full")
 )
 
 // Owner is the caller a task is bound to at creation. Every later read and

@@ -165,6 +165,9 @@ func TestDiskFullRecovers(t *testing.T) {
 		t.Fatalf("%d appends to a full disk all succeeded", i)
 	}
 	t.Logf("append %d failed on the full disk: %v", i, failed)
+	if !errors.Is(failed, tasks.ErrStoreFull) {
+		t.Errorf("append on the full disk: err = %v, want tasks.ErrStoreFull (the engine writes it again later)", failed)
+	}
 	if err := s.Ping(t.Context()); err == nil {
 		t.Fatal("store ready while writes fail for want of space")
 	}

@@ -511,6 +511,22 @@ func noSpace(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
+// fullError is a write refused for want of space with nothing of it
+// stored: [tasks.ErrStoreFull], with the cause's message.
+type fullError struct{ error }
+
+func (fullError) Is(target error) bool { return target == tasks.ErrStoreFull }
+func (e fullError) Unwrap() error      { return e.error }
+
+// markFull marks err as [tasks.ErrStoreFull] when it is a write that found
+// no space; the callers pass only errors of writes that stored nothing.
+func markFull(err error) error {
+	if noSpace(err) {
+		return fullError{err}
+	}
+	return err
+}
+
 // keyLogFormat records that the log beside the store file is written with
 // segment headers (format 2): from then on a segment without a valid header
 // is damage, not an old segment. It is written, synced, after the first
@@ -605,7 +621,7 @@ func (s *Store) commit(batch []*boltWrite, recs []*walAppend) []*walAppend {
 	case isUnchanged(err) || len(recs) == 0:
 		// None of recs is in the log: their writers are told, and the
 		// next write (or probe) tries again.
-		s.logErr = fmt.Errorf("task store log: %w", err)
+		s.logErr = fmt.Errorf("task store log: %w", markFull(err))
 	default:
 		// What the log holds now is unknown (a failed fsync may have kept
 		// some of it or none, and could not be undone): nothing more is
@@ -943,7 +959,7 @@ func (s *Store) stallOrBreak(batch []*boltWrite, err error, refused bool) {
 	if s.applyErr == nil {
 		slog.Default().Warn("task store: bbolt could not apply the log; retrying", slog.Any("error", err))
 	}
-	s.applyErr = fmt.Errorf("task store: apply to bbolt: %w", err)
+	s.applyErr = fmt.Errorf("task store: apply to bbolt: %w", markFull(err))
 	var again []*boltWrite
 	for _, w := range batch {
 		if w.app != nil {

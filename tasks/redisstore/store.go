@@ -198,6 +198,11 @@ func (s *Store) fail(ctx context.Context, err error) error {
 		return tasks.ErrClosed
 	case ctx.Err() != nil:
 		return err
+	case errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "OOM "):
+		// maxmemory with noeviction. A script without flags is refused at its
+		// first write command and runs to its end once that one is taken
+		// (appendScript reads before it writes), so nothing of it was stored.
+		return fmt.Errorf("%w: %w", tasks.ErrStoreFull, err)
 	case errors.As(err, &rerr) && !transientReply(rerr.Error()):
 		return err // a reply from a working server: a bug, not an outage
 	}

@@ -353,3 +353,54 @@ func BenchmarkStore(b *testing.B) {
 		})
 	}
 }
+
+// TestRedisFull fills a server that has a memory limit and no eviction:
+// an append it refuses is [tasks.ErrStoreFull] and leaves the task as it
+// was, so the engine can write it again; once there is room it is taken.
+func TestRedisFull(t *testing.T) {
+	port := redistest.FreePort(t)
+	srv := redistest.Start(t, port, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
+	s, err := redisstore.Open(t.Context(), srv.URL, "full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := t.Context()
+	owner := tasks.Owner{Principal: "p"}
+	first := newTask(owner, "kept", a2a.TaskStateWorking, 1)
+	if err := s.Append(ctx, first, []a2a.Event{first.Task}); err != nil {
+		t.Fatal(err)
+	}
+	// Large fillers until one is refused, then small ones until even they
+	// are: used memory is then at the limit.
+	for _, size := range []int{256 << 10, 1 << 10} {
+		fill := strings.Repeat("x", size)
+		var full error
+		for i := 0; i < 8<<20/size && full == nil; i++ {
+			snap := newTask(owner, fmt.Sprintf("filler-%d-%d", size, i), a2a.TaskStateWorking, 1)
+			snap.Task.Metadata = map[string]any{"fill": fill}
+			full = s.Append(ctx, snap, []a2a.Event{snap.Task})
+		}
+		if !errors.Is(full, tasks.ErrStoreFull) {
+			t.Fatalf("appends of %d bytes to a 4 MiB server: last err = %v, want ErrStoreFull", size, full)
+		}
+	}
+	next := newTask(owner, "kept", a2a.TaskStateCompleted, 2)
+	done := a2a.NewStatusUpdateEvent(next.Task, a2a.TaskStateCompleted, nil)
+	if err := s.Append(ctx, next, []a2a.Event{done}); !errors.Is(err, tasks.ErrStoreFull) {
+		t.Fatalf("append to a stored task on the full server: err = %v, want ErrStoreFull", err)
+	}
+	if got, err := s.Get(ctx, owner, "kept"); err != nil || got.Version != 1 || got.Task.Status.State != a2a.TaskStateWorking {
+		t.Fatalf("task after a refused append: %+v, %v; want version 1, working", got, err)
+	}
+	c := redistest.ClientFor(t, srv.URL)
+	if err := c.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, next, []a2a.Event{done}); err != nil {
+		t.Fatalf("the same append once there is room: %v", err)
+	}
+	if got, err := s.Get(ctx, owner, "kept"); err != nil || got.Version != 2 || got.Task.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("task after the append was taken: %+v, %v; want version 2, completed", got, err)
+	}
+}
