@@ -10,7 +10,7 @@
 //
 // # Following one request
 //
-//	ConnLimiter      accept: room for the connection, or 503 before a byte is read
+//	ConnLimiter      accept: room for the connection, or a 503 and close
 //	Face.Outermost   request log, write-stall guard
 //	Face.JSONRPC     caller check → body limits → version → fast path | a2a-go
 //	CallerHandler    the principal into a2a-go's call context → engine
