@@ -88,18 +88,22 @@ func withCaller(ctx context.Context) context.Context {
 	return ctx
 }
 
+// GetTask implements [a2asrv.RequestHandler].
 func (h CallerHandler) GetTask(ctx context.Context, r *a2a.GetTaskRequest) (*a2a.Task, error) {
 	return h.next.GetTask(withCaller(ctx), r)
 }
 
+// ListTasks implements [a2asrv.RequestHandler].
 func (h CallerHandler) ListTasks(ctx context.Context, r *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
 	return h.next.ListTasks(withCaller(ctx), r)
 }
 
+// CancelTask implements [a2asrv.RequestHandler].
 func (h CallerHandler) CancelTask(ctx context.Context, r *a2a.CancelTaskRequest) (*a2a.Task, error) {
 	return h.next.CancelTask(withCaller(ctx), r)
 }
 
+// SendMessage implements [a2asrv.RequestHandler].
 func (h CallerHandler) SendMessage(ctx context.Context, r *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
 	if r != nil && r.Message != nil && h.receive != nil {
 		if err := h.receive(r.Message); err != nil {
@@ -109,10 +113,12 @@ func (h CallerHandler) SendMessage(ctx context.Context, r *a2a.SendMessageReques
 	return h.next.SendMessage(withCaller(ctx), r)
 }
 
+// SubscribeToTask implements [a2asrv.RequestHandler].
 func (h CallerHandler) SubscribeToTask(ctx context.Context, r *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
 	return h.next.SubscribeToTask(withCaller(ctx), r)
 }
 
+// SendStreamingMessage implements [a2asrv.RequestHandler].
 func (h CallerHandler) SendStreamingMessage(ctx context.Context, r *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
 	if r != nil && r.Message != nil && h.receive != nil {
 		if err := h.receive(r.Message); err != nil {
@@ -138,22 +144,27 @@ func (h CallerHandler) SendStreamingMessageWithFlush(ctx context.Context, r *a2a
 	return fs.SendStreamingMessageWithFlush(withCaller(ctx), r, flush)
 }
 
+// GetTaskPushConfig implements [a2asrv.RequestHandler].
 func (h CallerHandler) GetTaskPushConfig(ctx context.Context, r *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
 	return h.next.GetTaskPushConfig(withCaller(ctx), r)
 }
 
+// ListTaskPushConfigs implements [a2asrv.RequestHandler].
 func (h CallerHandler) ListTaskPushConfigs(ctx context.Context, r *a2a.ListTaskPushConfigRequest) (*a2a.ListTaskPushConfigResponse, error) {
 	return h.next.ListTaskPushConfigs(withCaller(ctx), r)
 }
 
+// CreateTaskPushConfig implements [a2asrv.RequestHandler].
 func (h CallerHandler) CreateTaskPushConfig(ctx context.Context, r *a2a.PushConfig) (*a2a.PushConfig, error) {
 	return h.next.CreateTaskPushConfig(withCaller(ctx), r)
 }
 
+// DeleteTaskPushConfig implements [a2asrv.RequestHandler].
 func (h CallerHandler) DeleteTaskPushConfig(ctx context.Context, r *a2a.DeleteTaskPushConfigRequest) error {
 	return h.next.DeleteTaskPushConfig(withCaller(ctx), r)
 }
 
+// GetExtendedAgentCard implements [a2asrv.RequestHandler].
 func (h CallerHandler) GetExtendedAgentCard(ctx context.Context, r *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
 	return h.next.GetExtendedAgentCard(withCaller(ctx), r)
 }
