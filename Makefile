@@ -35,7 +35,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzDecodeWALRecord$$' -fuzztime $(call fuzzn,120000) ./tasks/boltstore
 	go test -run '^$$' -fuzz '^FuzzScanWAL$$' -fuzztime $(call fuzzn,60000) ./tasks/boltstore
 	go test -run '^$$' -fuzz '^FuzzJSONRPCRequest$$' -fuzztime $(call fuzzn,10000) .
-	go test -run '^$$' -fuzz '^FuzzParseSend$$' -fuzztime $(call fuzzn,20000) .
+	go test -run '^$$' -fuzz '^FuzzDecodeRPC$$' -fuzztime $(call fuzzn,20000) ./internal/a2ahttp
 	go test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(call fuzzn,8000) .
 	go test -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(call fuzzn,50000) ./internal/auth
 	go test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(call fuzzn,5000) ./agentcard

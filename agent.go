@@ -17,7 +17,6 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/redis/go-redis/v9"
 	bolt "go.etcd.io/bbolt"
@@ -25,6 +24,7 @@ import (
 	"github.com/handoff-a2a/handoff/agentcard"
 	"github.com/handoff-a2a/handoff/delegation"
 	"github.com/handoff-a2a/handoff/internal/a2aconnect"
+	"github.com/handoff-a2a/handoff/internal/a2ahttp"
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/internal/datadir"
 	"github.com/handoff-a2a/handoff/push"
@@ -226,9 +226,13 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 		return nil, err
 	}
 	a.engine = engine
-	a.handler = callerHandler{next: engine, receive: a.checkEnvelope}
+	a.handler = a2ahttp.NewCallerHandler(engine, a.checkEnvelope)
 	return a, nil
 }
+
+// writeStallTimeout is the routes' write stall (a2ahttp.WithWriteStall):
+// a2ahttp's default, a variable so that tests can lower it.
+var writeStallTimeout = 10 * time.Second
 
 // Handler returns the agent's routes, with the card's URLs under base:
 // the card, JSON-RPC and REST (1.0, or 0.3 by A2A-Version), gRPC, health.
@@ -268,22 +272,24 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 
 	// Callers are authenticated on their headers, before any of the body
 	// is read: a caller without credentials never holds body memory.
-	bodies := bodyLimits{max: limit, timeout: a.cfg.Server.ReadTimeout.Duration, budget: newBodyBudget(a.cfg.Server.MaxInflightBodyBytes)}
-	jsonrpc := authenticate(a.authn, bindingJSONRPC, limitBody(bodies, true, jsonrpcMend(versioned(
-		streamJSONRPC(a.handler), a2av0.NewJSONRPCHandler(a.handler), true))))
+	face := a2ahttp.New(a.handler, a.authn,
+		a2ahttp.WithMaxBodyBytes(limit),
+		a2ahttp.WithBodyReadTimeout(a.cfg.Server.ReadTimeout.Duration),
+		a2ahttp.WithInflightBodyBytes(a.cfg.Server.MaxInflightBodyBytes),
+		a2ahttp.WithWriteStall(writeStallTimeout),
+		a2ahttp.WithLogger(a.log))
+	jsonrpc := face.JSONRPC()
 	mux.Handle("POST "+pathJSONRPC, jsonrpc)
 	mux.Handle("POST "+pathJSONRPC+"/{$}", jsonrpc) // where a widely used test client posts
-	mux.Handle(pathREST+"/", authenticate(a.authn, bindingREST, limitBody(bodies, false, restDeleteBody(versioned(
-		sseErrorAsHTTP(http.StripPrefix(pathREST, a2asrv.NewRESTHandler(a.handler))),
-		http.StripPrefix(pathREST, rest03Routes(a.handler)), false)))))
-	mux.Handle("GET /a2a/push/status", authenticate(a.authn, bindingREST, http.HandlerFunc(a.pushStatus)))
-	mux.Handle("GET /a2a/audit", authenticate(a.authn, bindingREST, http.HandlerFunc(a.auditList)))
-	mux.Handle("GET /a2a/delegations", authenticate(a.authn, bindingREST, http.HandlerFunc(a.delegationsList)))
-	mux.Handle("GET /a2a/ledger", authenticate(a.authn, bindingREST, http.HandlerFunc(a.ledgerList)))
-	a.routeBlobs(mux, base)
-	a.routeMCP(mux, bodies)
+	mux.Handle(pathREST+"/", face.REST(pathREST))
+	mux.Handle("GET /a2a/push/status", face.Authenticated(http.HandlerFunc(a.pushStatus)))
+	mux.Handle("GET /a2a/audit", face.Authenticated(http.HandlerFunc(a.auditList)))
+	mux.Handle("GET /a2a/delegations", face.Authenticated(http.HandlerFunc(a.delegationsList)))
+	mux.Handle("GET /a2a/ledger", face.Authenticated(http.HandlerFunc(a.ledgerList)))
+	a.routeBlobs(mux, base, face)
+	a.routeMCP(mux, face)
 	grpcPath, grpcHandler := a2aconnect.NewHandler(a.handler, connect.WithReadMaxBytes(int(limit)))
-	mux.Handle(grpcPath, authenticate(a.authn, bindingConnect, grpcHandler))
+	mux.Handle(grpcPath, face.GRPC(grpcHandler))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprintln(w, "ok")
@@ -299,7 +305,7 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 		}
 		fmt.Fprintf(w, "ok (store %s)\n", a.cfg.Store.Kind)
 	})
-	return guardResponses(writeStallTimeout, logRequests(a.log, mux)), nil
+	return face.Outermost(mux), nil
 }
 
 // Serve answers on ln until ctx ends, then stops taking new messages, lets
@@ -317,12 +323,12 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	sc := a.cfg.Server
-	limited := newConnLimiter(ln, connectionCap(sc.MaxConnections, a.log), *sc.MaxConnectionsPerIP, a.log)
-	warnPerIPBehindProxy(a.log, *sc.MaxConnectionsPerIP, a.cfg.PublicURL)
+	limited := a2ahttp.LimitConnections(ln, sc.MaxConnections, *sc.MaxConnectionsPerIP, a.log)
+	a2ahttp.WarnPerIPBehindProxy(a.log, *sc.MaxConnectionsPerIP, a.cfg.PublicURL)
 	ln = limited
 	// No WriteTimeout: it would cut SSE streams, which last as long as their
 	// task. A2A bodies get a deadline of their own, with a 408 that says so
-	// (limitBody); ReadTimeout is the backstop for every other route.
+	// (a2ahttp.WithBodyReadTimeout); ReadTimeout is the backstop for every other route.
 	// Idle connections end after IdleTimeout, and the limiter bounds the
 	// connections held.
 	srv := &http.Server{
@@ -330,8 +336,8 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: sc.ReadHeaderTimeout.Duration,
 		ReadTimeout:       sc.ReadHeaderTimeout.Duration + sc.ReadTimeout.Duration,
 		IdleTimeout:       sc.IdleTimeout.Duration,
-		ConnState:         limited.connState,
-		ConnContext:       connContext,
+		ConnState:         limited.ConnState,
+		ConnContext:       limited.ConnContext,
 		Protocols:         new(http.Protocols),
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
@@ -339,7 +345,7 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	srv.Protocols.SetUnencryptedHTTP2(true) // h2c: gRPC without TLS
 	// Streams per HTTP/2 connection: each is a handler goroutine, and the
 	// connection cap counts connections, not streams.
-	srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: maxStreamsPerConn}
+	srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: a2ahttp.MaxStreamsPerConn}
 	if a.tools != nil { // MCP servers run as long as the agent serves
 		mcpCtx, stopMCP := context.WithCancel(context.WithoutCancel(ctx))
 		mcpDone := make(chan struct{})

@@ -12,6 +12,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/handoff-a2a/handoff/artifacts"
+	"github.com/handoff-a2a/handoff/internal/a2ahttp"
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/tasks"
 )
@@ -22,11 +23,11 @@ const blobsPath = "/a2a/blobs/"
 
 // routeBlobs serves the blobs under base's blobsPath, and tells the
 // delegate skills the base URL their blob parts point at.
-func (a *Agent) routeBlobs(mux *http.ServeMux, base string) {
+func (a *Agent) routeBlobs(mux *http.ServeMux, base string, face *a2ahttp.Face) {
 	if a.del != nil {
 		a.del.base.Store(&base)
 	}
-	mux.Handle("GET "+blobsPath+"{task}/{digest}", authenticate(a.authn, bindingREST, http.HandlerFunc(a.blob)))
+	mux.Handle("GET "+blobsPath+"{task}/{digest}", face.Authenticated(http.HandlerFunc(a.blob)))
 }
 
 // blob answers GET /a2a/blobs/{task}/{digest}: the raw content a part of

@@ -5,8 +5,10 @@
 // # Following one request
 //
 //	cmd/handoff     LoadConfig → New → Agent.Serve (ctx from signal.NotifyContext)
-//	routes          card public; JSON-RPC and REST (A2A 1.0, or 0.3 by the A2A-Version
-//	                header), gRPC through connect-go: one body limit, one request log
+//	Agent.Handler   the mux table: card and JWKS public; JSON-RPC, REST, gRPC, MCP and
+//	                the admin routes through internal/a2ahttp's Face
+//	a2ahttp         caller check on headers, one body limit, one request log; A2A 1.0,
+//	                or 0.3 by the A2A-Version header; the JSON-RPC fast path
 //	tasks.Engine    executor → skill; every event stored before anyone sees it
 //	tasks.Store     task snapshot + event log → SSE streams, resubscribe
 //

@@ -10,6 +10,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/handoff-a2a/handoff/acceptance"
+	"github.com/handoff-a2a/handoff/internal/a2ahttp"
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/tasks"
 )
@@ -72,4 +73,10 @@ func (a *Agent) seesDelegation(r *http.Request) func(id string) bool {
 		o, err := a.store.OwnerOf(r.Context(), a2a.TaskID(task))
 		return err == nil && o.Principal == want.Principal && (want.Tenant == "" || o.Tenant == want.Tenant)
 	}
+}
+
+// writeRESTError is [a2ahttp.WriteRESTError], for the handlers of the
+// agent's own routes (ledger, audit, delegations, blobs).
+func writeRESTError(w http.ResponseWriter, status int, grpcStatus, reason, msg string) {
+	a2ahttp.WriteRESTError(w, status, grpcStatus, reason, msg)
 }

@@ -1,14 +1,12 @@
 package handoff
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 
-	"github.com/handoff-a2a/handoff/internal/auth"
+	"github.com/handoff-a2a/handoff/internal/a2ahttp"
 	"github.com/handoff-a2a/handoff/mcp"
 )
 
@@ -47,8 +45,9 @@ func (c *MCPFaceConfig) validate() error {
 // authenticated like A2A ones, on their headers, and their bodies read
 // within the same limits (size, read deadline, the in-flight budget) before
 // the MCP SDK sees them; each tool call is then bound to the caller of its
-// own HTTP request, so a session id carries no identity.
-func (a *Agent) routeMCP(mux *http.ServeMux, bodies bodyLimits) {
+// own HTTP request, so a session id carries no identity (see
+// [a2ahttp.Face.MCP]).
+func (a *Agent) routeMCP(mux *http.ServeMux, face *a2ahttp.Face) {
 	if !a.cfg.MCPServer.Enabled {
 		return
 	}
@@ -63,34 +62,5 @@ func (a *Agent) routeMCP(mux *http.ServeMux, bodies bodyLimits) {
 	if u, err := url.Parse(a.cfg.PublicURL); err == nil && u.Hostname() != "" {
 		opts = append(opts, mcp.WithPublicHosts(u.Hostname())) // behind a proxy on this machine
 	}
-	face := mcp.NewFace(a.cfg.Name, a.cfg.Version, tools, a.handler, a.mcpCaller, opts...)
-	mux.Handle(a.cfg.MCPServer.Path, mcpAuthenticate(a.authn, limitBody(bodies, true, face)))
-}
-
-// mcpCaller binds the caller the headers of one MCP request name.
-func (a *Agent) mcpCaller(ctx context.Context, header http.Header) (context.Context, error) {
-	r := (&http.Request{Header: header}).WithContext(ctx)
-	p, err := a.authn.Authenticate(r)
-	if err != nil {
-		return ctx, err
-	}
-	return auth.WithPrincipal(ctx, p), nil // nil p: anonymous, never a stale caller
-}
-
-// mcpAuthenticate refuses MCP requests without acceptable credentials with
-// 401 and a JSON-RPC error body, before the SDK reads them.
-func mcpAuthenticate(a *auth.Authenticator, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := a.Authenticate(r); err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_ = json.NewEncoder(w).Encode(map[string]any{
-				"jsonrpc": "2.0", "id": nil,
-				"error": map[string]any{"code": -32001, "message": err.Error()},
-			})
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+	mux.Handle(a.cfg.MCPServer.Path, face.MCP(mcp.NewFace(a.cfg.Name, a.cfg.Version, tools, a.handler, face.Caller, opts...)))
 }

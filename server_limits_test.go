@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/handoff-a2a/handoff/internal/a2ahttp"
 	"github.com/handoff-a2a/handoff/internal/auth"
 )
 
@@ -247,7 +248,7 @@ func TestIdleTimeout(t *testing.T) {
 }
 
 // TestConnectionCapEvictsIdle: at max_connections, new connections close
-// the connections idle longest (past spareGrace), and a connection that
+// the connections idle longest (past a2ahttp.SpareGrace), and a connection that
 // carried an authenticated request outlives the idle ones that never did.
 func TestConnectionCapEvictsIdle(t *testing.T) {
 	addr := startLimitsAgent(t, keyAuth()+"server: {max_connections: 16, max_connections_per_ip: 0}\n")
@@ -259,7 +260,7 @@ func TestConnectionCapEvictsIdle(t *testing.T) {
 		c.healthz()
 		idle = append(idle, c)
 	}
-	time.Sleep(2 * spareGrace)
+	time.Sleep(2 * a2ahttp.SpareGrace)
 	var fresh []*rawConn
 	for range 15 {
 		c := dial(t, addr)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package handoff
+package a2ahttp
 
 import "syscall"
 

@@ -1,4 +1,4 @@
-package handoff
+package a2ahttp
 
 import (
 	"bytes"
@@ -60,12 +60,12 @@ func BenchmarkJSONRPCRoute(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			h := callerHandler{next: benchEngine{fail: c.fail}}
+			h := CallerHandler{next: benchEngine{fail: c.fail}}
 			route := streamJSONRPC(h)
 			data := []byte(c.body)
 			b.ReportAllocs()
 			for b.Loop() {
-				r := httptest.NewRequest("POST", pathJSONRPC, nil)
+				r := httptest.NewRequest("POST", "/a2a/jsonrpc", nil)
 				r.Body = &bufferedBody{Reader: bytes.NewReader(data), data: data}
 				w := httptest.NewRecorder()
 				route.ServeHTTP(w, r)

@@ -1,4 +1,4 @@
-package handoff
+package a2ahttp
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package handoff
+package a2ahttp
 
 import (
 	"bytes"
@@ -16,8 +16,8 @@ import (
 	"time"
 )
 
-// connLimiter is a net.Listener that bounds the connections the server
-// holds, in all (max) and per client address (perIP, 0: no bound), so that
+// ConnLimiter is a net.Listener that bounds the connections the server
+// holds (make one with [LimitConnections]), in all (max) and per client address (perIP, 0: no bound), so that
 // idle or slow clients run it out of neither file descriptors nor memory.
 //
 // At a bound, a new connection makes room by closing a spare one: a
@@ -25,7 +25,7 @@ import (
 // longest waiting first, and among those the ones that never carried an
 // authenticated request before the ones that did. A busy connection (a
 // request being read or answered) is never closed, nor one that has been
-// spare, or last received bytes, for less than spareGrace: net/http counts
+// spare, or last received bytes, for less than SpareGrace: net/http counts
 // a connection busy only once it has read a request's header, so a request
 // sent but not yet read would be lost with it. When no connection can be
 // closed, the new one is answered 503 with Retry-After and closed at once,
@@ -40,7 +40,7 @@ import (
 // idle keep-alive connection is what its client is ready for (the server
 // may close one at any time, RFC 9112 §9.6); refusing instead would have
 // let a flood of idle connections shut out everyone else.
-type connLimiter struct {
+type ConnLimiter struct {
 	net.Listener
 	max, perIP int
 	log        *slog.Logger
@@ -59,15 +59,24 @@ type connLimiter struct {
 	refusing chan struct{}
 }
 
-// newConnLimiter wraps ln; see [connLimiter].
-func newConnLimiter(ln net.Listener, max, perIP int, log *slog.Logger) *connLimiter {
-	return &connLimiter{Listener: ln, max: max, perIP: perIP, log: log, byIP: map[string]int{}, refusing: make(chan struct{}, 64)}
+// LimitConnections wraps ln in a [ConnLimiter] holding at most max
+// connections (lowered, with a warning, when the process's open file limit
+// is tighter: see connectionCap) and perIP from one client address (0: no
+// bound). The server must use the limiter's [ConnLimiter.ConnState] and
+// [ConnLimiter.ConnContext] hooks.
+func LimitConnections(ln net.Listener, max, perIP int, log *slog.Logger) *ConnLimiter {
+	return newConnLimiter(ln, connectionCap(max, log), perIP, log)
+}
+
+// newConnLimiter wraps ln; see [ConnLimiter].
+func newConnLimiter(ln net.Listener, max, perIP int, log *slog.Logger) *ConnLimiter {
+	return &ConnLimiter{Listener: ln, max: max, perIP: perIP, log: log, byIP: map[string]int{}, refusing: make(chan struct{}, 64)}
 }
 
 // limitedConn is one connection the limiter counts.
 type limitedConn struct {
 	net.Conn
-	l  *connLimiter
+	l  *ConnLimiter
 	ip string
 
 	// lastRead is when bytes last arrived (UnixNano).
@@ -80,9 +89,10 @@ type limitedConn struct {
 	authorized bool          // carried an authenticated request
 }
 
-// spareGrace is how long a connection that became spare, or received
-// bytes, is kept from being closed to make room.
-const spareGrace = 250 * time.Millisecond
+// SpareGrace is how long a connection that became spare, or received
+// bytes, is kept from being closed to make room: a request sent on it but
+// not yet read would be lost with it.
+const SpareGrace = 250 * time.Millisecond
 
 // Read implements net.Conn, and notes that bytes arrived.
 func (c *limitedConn) Read(p []byte) (int, error) {
@@ -103,8 +113,8 @@ func (c *limitedConn) Close() error {
 }
 
 // Accept implements net.Listener: it returns the next connection there is
-// room for, making room as [connLimiter] says.
-func (l *connLimiter) Accept() (net.Conn, error) {
+// room for, making room as [ConnLimiter] says.
+func (l *ConnLimiter) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
@@ -119,7 +129,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 }
 
 // clientKey is the client address a connection from addr counts under:
-// see [connLimiter].
+// see [ConnLimiter].
 func clientKey(addr net.Addr) string {
 	var ap netip.AddrPort
 	switch a := addr.(type) {
@@ -145,7 +155,7 @@ func clientKey(addr net.Addr) string {
 // busy between being chosen and being closed (a request that arrives on
 // it after it is chosen finds it closed, and its client retries elsewhere
 // or sees the failure at once).
-func (l *connLimiter) admit(c *limitedConn) bool {
+func (l *ConnLimiter) admit(c *limitedConn) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	defer l.warnLocked()
@@ -175,22 +185,22 @@ func (l *connLimiter) admit(c *limitedConn) bool {
 
 // evictLocked uncounts v and closes it: its server goroutine sees its read
 // fail and ends.
-func (l *connLimiter) evictLocked(v *limitedConn) {
+func (l *ConnLimiter) evictLocked(v *limitedConn) {
 	l.dropLocked(v)
 	_ = v.Conn.Close()
 	l.made++
 }
 
 // spareLocked returns the connection to close first, from ip ("" any), or
-// nil when none is spare for longer than spareGrace.
-func (l *connLimiter) spareLocked(ip string, now time.Time) *limitedConn {
+// nil when none is spare for longer than SpareGrace.
+func (l *ConnLimiter) spareLocked(ip string, now time.Time) *limitedConn {
 	for _, q := range []*list.List{&l.spare, &l.trusted} {
 		for e := q.Front(); e != nil; e = e.Next() {
 			c := e.Value.(*limitedConn)
 			if ip != "" && c.ip != ip {
 				continue
 			}
-			if now.Sub(c.idleSince) < spareGrace || now.Sub(time.Unix(0, c.lastRead.Load())) < spareGrace {
+			if now.Sub(c.idleSince) < SpareGrace || now.Sub(time.Unix(0, c.lastRead.Load())) < SpareGrace {
 				continue
 			}
 			return c
@@ -200,7 +210,7 @@ func (l *connLimiter) spareLocked(ip string, now time.Time) *limitedConn {
 }
 
 // waitLocked queues c as spare: it waits for a request.
-func (l *connLimiter) waitLocked(c *limitedConn) {
+func (l *ConnLimiter) waitLocked(c *limitedConn) {
 	if c.waiting != nil || !c.counted {
 		return
 	}
@@ -213,7 +223,7 @@ func (l *connLimiter) waitLocked(c *limitedConn) {
 }
 
 // busyLocked takes c out of the spare queues: a request runs on it.
-func (l *connLimiter) busyLocked(c *limitedConn) {
+func (l *ConnLimiter) busyLocked(c *limitedConn) {
 	if c.waiting == nil {
 		return
 	}
@@ -226,7 +236,7 @@ func (l *connLimiter) busyLocked(c *limitedConn) {
 }
 
 // dropLocked stops counting c.
-func (l *connLimiter) dropLocked(c *limitedConn) {
+func (l *ConnLimiter) dropLocked(c *limitedConn) {
 	if !c.counted {
 		return
 	}
@@ -239,7 +249,7 @@ func (l *connLimiter) dropLocked(c *limitedConn) {
 }
 
 // warnLocked logs, at most every 10s, that the bounds were reached.
-func (l *connLimiter) warnLocked() {
+func (l *ConnLimiter) warnLocked() {
 	if l.made+l.refused == 0 || time.Since(l.warned) < 10*time.Second {
 		return
 	}
@@ -268,7 +278,7 @@ const refuseHeadWait = 500 * time.Millisecond
 // the head (a body) is read (a little, briefly) after the answer, so that
 // closing the socket with it unread does not reset the connection before
 // the client reads the 503.
-func (l *connLimiter) refuse(c net.Conn) {
+func (l *ConnLimiter) refuse(c net.Conn) {
 	select {
 	case l.refusing <- struct{}{}:
 	default:
@@ -308,9 +318,9 @@ func readHead(c net.Conn, limit int) {
 	}
 }
 
-// connState is the server's ConnState hook: it moves each connection
-// between busy and spare.
-func (l *connLimiter) connState(nc net.Conn, s http.ConnState) {
+// ConnState is the server's ConnState hook (http.Server.ConnState): it
+// moves each connection between busy and spare.
+func (l *ConnLimiter) ConnState(nc net.Conn, s http.ConnState) {
 	c, ok := nc.(*limitedConn)
 	if !ok {
 		return
@@ -330,9 +340,10 @@ func (l *connLimiter) connState(nc net.Conn, s http.ConnState) {
 // connKey is the request context key of the connection a request came on.
 type connKey struct{}
 
-// connContext is the server's ConnContext hook: requests can then mark
-// their connection as authenticated on.
-func connContext(ctx context.Context, c net.Conn) context.Context {
+// ConnContext is the server's ConnContext hook (http.Server.ConnContext):
+// requests can then mark their connection as authenticated on, which keeps
+// it from being closed to make room before the ones never authenticated on.
+func (*ConnLimiter) ConnContext(ctx context.Context, c net.Conn) context.Context {
 	if lc, ok := c.(*limitedConn); ok {
 		return context.WithValue(ctx, connKey{}, lc)
 	}
@@ -355,10 +366,10 @@ func markAuthenticated(ctx context.Context) {
 	}
 }
 
-// warnPerIPBehindProxy logs, once at start, that the per-address cap is on
+// WarnPerIPBehindProxy logs (call it once, at start) that the per-address cap is on
 // for an agent whose public URL is https: it is likely behind a reverse
 // proxy, and then every caller has the proxy's address.
-func warnPerIPBehindProxy(log *slog.Logger, perIP int, publicURL string) {
+func WarnPerIPBehindProxy(log *slog.Logger, perIP int, publicURL string) {
 	if perIP <= 0 || !strings.HasPrefix(strings.ToLower(publicURL), "https://") {
 		return
 	}
@@ -387,7 +398,7 @@ func connectionCap(want int, log *slog.Logger) int {
 	return want
 }
 
-// maxStreamsPerConn bounds the concurrent streams of one HTTP/2 connection
-// (Go's default is 250): with max_connections it bounds the handlers that
-// run at once.
-const maxStreamsPerConn = 100
+// MaxStreamsPerConn bounds the concurrent streams of one HTTP/2 connection
+// (Go's default is 250; http.HTTP2Config.MaxConcurrentStreams): with the
+// connection cap it bounds the handlers that run at once.
+const MaxStreamsPerConn = 100
