@@ -54,7 +54,7 @@ type config struct {
 }
 
 type pipelineConfig struct {
-	approvers    []string
+	isApprover   func(principal string) bool // nil: nobody may approve
 	key          []byte
 	deny         []string
 	auditTimeout time.Duration
@@ -121,17 +121,13 @@ func WithHTTPClient(hc *http.Client) ManagerOption {
 	return managerOptionFunc(func(c *config) { c.httpClient = hc })
 }
 
-// WithApprovers adds principals who may approve calls the policy asks about. By default
-// nobody may, so a tool that needs an approval never runs. A principal may approve calls it
-// proposed itself.
-func WithApprovers(principals ...string) PipelineOption {
-	return pipelineOptionFunc(func(c *pipelineConfig) {
-		for _, p := range principals {
-			if p != "" { // an empty approver would match an unauthenticated caller
-				c.approvers = append(c.approvers, p)
-			}
-		}
-	})
+// WithApprovers lets the principals isApprover accepts approve calls the policy asks about.
+// isApprover is asked at every approval a Run checks, so it may answer from a list a reload
+// replaces without reconfiguring the Pipeline; an empty principal is never asked, since it
+// would match an unauthenticated caller. By default nobody may approve, so a tool that needs
+// an approval never runs. A principal may approve calls it proposed itself.
+func WithApprovers(isApprover func(principal string) bool) PipelineOption {
+	return pipelineOptionFunc(func(c *pipelineConfig) { c.isApprover = isApprover })
 }
 
 // WithApprovalKey sets the HMAC key that binds approval tokens; it must be at least 32

@@ -341,7 +341,7 @@ func (pol *policy) decide(tool string, c Contract) (Decision, string) {
 	switch {
 	case c.Approval == ApprovalMandatory:
 		why := fmt.Sprintf("tool %s needs an approval", tool)
-		if len(pol.cfg.approvers) == 0 {
+		if pol.cfg.isApprover == nil {
 			why += ", and no principal may approve"
 		}
 		return DecisionAsk, why
