@@ -3,7 +3,6 @@ package delegation
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -15,9 +14,6 @@ import (
 // update's metadata merges into the task's), so every task store keeps it
 // and a restarted agent finds it in the task's snapshot.
 const RecordKey = "handoff/delegation"
-
-// ErrMalformedRecord means the metadata under [RecordKey] is not a record.
-var ErrMalformedRecord = errors.New("malformed delegation record")
 
 // A Record is the durable state of one outbound delegation: enough to
 // follow the peer's task again after a restart, or to send the same

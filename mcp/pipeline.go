@@ -142,10 +142,7 @@ func (p *Pipeline) Reconfigure(contracts []Contract, opts ...PipelineOption) err
 // newPolicy checks contracts and options; key is the approval key to keep when opts set
 // none (nil: draw one).
 func newPolicy(list []Contract, key []byte, opts []PipelineOption) (*policy, error) {
-	c := pipelineConfig{auditTimeout: 10 * time.Second}
-	for _, o := range opts {
-		o.applyPipeline(&c)
-	}
+	c := newPipelineConfig(opts)
 	var errs []error
 	switch {
 	case c.key != nil && len(c.key) < minKeyLen:

@@ -15,15 +15,6 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 )
 
-// Errors returned by [Authenticator.Authenticate]; the wrapped message says
-// what was wrong and is safe to show the caller.
-var (
-	// ErrNoCredentials means the request carried none and anonymous access is off.
-	ErrNoCredentials = errors.New("authentication required")
-	// ErrBadCredentials means the request carried credentials that did not verify.
-	ErrBadCredentials = errors.New("invalid credentials")
-)
-
 // DefaultAPIKeyHeader is the header API keys travel in.
 const DefaultAPIKeyHeader = "X-API-Key"
 
