@@ -23,8 +23,9 @@ type Record struct {
 	Peer string `json:"peer"`
 	// CardDigest is the [CardDigest] of the peer's card when it was chosen.
 	CardDigest string `json:"cardDigest,omitempty"`
-	// RemoteTaskID and RemoteContextID name the peer's task, once it answered.
-	RemoteTaskID    string `json:"remoteTaskId,omitempty"`
+	// RemoteTaskID is the peer's task id, once it answered.
+	RemoteTaskID string `json:"remoteTaskId,omitempty"`
+	// RemoteContextID is the peer task's context id, once it answered.
 	RemoteContextID string `json:"remoteContextId,omitempty"`
 	// IdempotencyKey is the envelope's key: a repeat finds the task it started.
 	IdempotencyKey string `json:"idempotencyKey"`

@@ -20,8 +20,9 @@ import (
 type FaceTool struct {
 	// Name is the tool's name: the skill's id.
 	Name string
-	// Title and Description are shown to the MCP host.
-	Title       string
+	// Title is the tool's title, shown to the MCP host.
+	Title string
+	// Description is the tool's description, shown to the MCP host.
 	Description string
 	// InputSchema is the skill's input schema; nil offers
 	// {"text": string, "data": object}, the text and data parts of the
