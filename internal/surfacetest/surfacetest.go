@@ -29,9 +29,10 @@ func FieldsDocumented(t testing.TB, dir string) {
 }
 
 // InTheirFiles fails t for each option declared outside options.go (a type whose name ends
-// in Option, or a func that returns one) and each sentinel error or error type declared
-// outside errors.go (a package-level var set by errors.New, or a type whose name ends in
-// Error), in dir's non-test files.
+// in Option, or a func that returns one), each option func whose doc does not state its
+// default (says "default"), and each sentinel error or error type declared outside errors.go
+// (a package-level var set by errors.New, or a type whose name ends in Error), in dir's
+// non-test files.
 func InTheirFiles(t testing.TB, dir string) {
 	t.Helper()
 	report(t, dir, misplaced)
@@ -152,6 +153,9 @@ func misplaced(fset *token.FileSet, f *ast.File) []string {
 		case *ast.FuncDecl:
 			if d.Recv == nil && returnsOption(d.Type) {
 				wrong(d.Pos(), "option "+d.Name.Name, "options.go")
+				if d.Doc == nil || !strings.Contains(strings.ToLower(d.Doc.Text()), "default") {
+					problems = append(problems, fmt.Sprintf("%s: option %s: its doc does not state the default", fset.Position(d.Pos()), d.Name.Name))
+				}
 			}
 		case *ast.GenDecl:
 			if d.Tok != token.VAR {

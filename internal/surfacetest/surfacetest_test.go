@@ -51,6 +51,7 @@ func TestBadPackageFails(t *testing.T) {
 			`thing.go:29:6: error type ThingError belongs in errors.go`,
 			`thing.go:6:5: sentinel ErrMisplaced belongs in errors.go`,
 			`thing.go:26:1: option WithSize belongs in options.go`,
+			`thing.go:26:1: option WithSize: its doc does not state the default`,
 		}},
 	}
 	dir := regexp.MustCompile(`^testdata/bad/`)
@@ -88,7 +89,7 @@ func TestReports(t *testing.T) {
 		want  int
 	}{
 		{"fields of a bad package", FieldsDocumented, "testdata/bad", 4},
-		{"files of a bad package", InTheirFiles, "testdata/bad", 4},
+		{"files of a bad package", InTheirFiles, "testdata/bad", 5},
 		{"fields of a good package", FieldsDocumented, "testdata/good", 0},
 		{"files of a good package", InTheirFiles, "testdata/good", 0},
 		{"an empty directory", FieldsDocumented, t.TempDir(), 1},

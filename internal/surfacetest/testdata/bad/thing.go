@@ -22,7 +22,7 @@ type Embedded struct{}
 // An Option outside options.go.
 type Option func()
 
-// WithSize outside options.go.
+// WithSize outside options.go, and silent on what happens without it.
 func WithSize(int) Option { return nil }
 
 // A ThingError outside errors.go.
