@@ -182,7 +182,7 @@ func (p *Pipeline) Contract(tool string) Contract {
 // [AuditRecord], even when ctx is cancelled.
 //
 // approval is the approval carried by the message that resumed the task, or nil. It lets the
-// call run only if its approver is listed ([WithApprovers]) and its tool, snapshot, digest and
+// call run only if its approver may approve ([WithApprovers]) and its tool, snapshot, digest and
 // token match this proposal; otherwise the result is [OutcomeApprovalRequired] again, with a
 // fresh request whose Reason says what did not match. An approval is not consumed: a Run with
 // the same proposal and approval runs the call again, so the caller must resume a task once.
