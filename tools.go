@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -62,7 +63,7 @@ func newTools(c *Config, rdb redis.UniversalClient, log *slog.Logger) (*tools, e
 	if err != nil {
 		return nil, err
 	}
-	p, err := mcp.NewPipeline(m, contracts, audit, mcp.WithApprovers(c.Approvers...))
+	p, err := mcp.NewPipeline(m, contracts, audit, mcp.WithApprovers(func(p string) bool { return slices.Contains(c.Approvers, p) }))
 	if err != nil {
 		audit.Close()
 		return nil, fmt.Errorf("%s: tool_contracts: %w", c.path, err)
@@ -112,7 +113,7 @@ func (t *tools) reload(c *Config) error {
 	if err := mcp.CheckServers(servers); err != nil {
 		return fmt.Errorf("%s: mcp_servers: %w", c.path, err)
 	}
-	if err := t.pipeline.Reconfigure(toolContracts(c), mcp.WithApprovers(c.Approvers...)); err != nil {
+	if err := t.pipeline.Reconfigure(toolContracts(c), mcp.WithApprovers(func(p string) bool { return slices.Contains(c.Approvers, p) })); err != nil {
 		return fmt.Errorf("%s: tool_contracts: %w", c.path, err)
 	}
 	if err := t.manager.Reconfigure(servers); err != nil { // checked above: not expected

@@ -18,10 +18,6 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// ErrInvalidContract is wrapped by every error [LoadContract] and [ParseContract] return for a
-// contract that was read but is wrong; a missing file wraps [fs.ErrNotExist] instead.
-var ErrInvalidContract = errors.New("invalid acceptance contract")
-
 // maxContractBytes bounds what a contract file may hold: contracts are written by hand, and a
 // bound keeps a wrong path (a log, a binary) from being read whole.
 const maxContractBytes = 1 << 20

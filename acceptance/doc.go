@@ -6,6 +6,12 @@
 // must satisfy a CEL condition. Only a completion that passes every check is written to the
 // [Ledger]; nothing else commits.
 //
+//	gate, err := acceptance.NewGate(contracts, ledger, tools) // contracts from LoadContract
+//	d, err := gate.Decide(ctx, skill, completion)            // Committed, Rejected, Failed, Unknown
+//
+// The ledger is a file ([OpenBoltLedger]) or, for replicas, Redis ([NewRedisLedger]); both
+// also index the outbound delegations by local task ([Delegation], for `handoff delegations`).
+//
 // # Contracts
 //
 // A contract is a YAML file, read strictly: an unknown field is an error, and every error

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -15,17 +14,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/handoff-a2a/handoff/internal/jcs"
-)
-
-// Errors Decide and NewGate return. Callers branch on them with errors.Is.
-var (
-	// ErrNoContract means no contract governs the skill, so nothing it returns may be committed.
-	ErrNoContract = errors.New("no acceptance contract for skill")
-	// ErrNotTerminal means the remote task has not reached a terminal state: there is nothing
-	// to decide yet.
-	ErrNotTerminal = errors.New("remote task is not in a terminal state")
-	// ErrDuplicateSkill means two contracts govern the same skill.
-	ErrDuplicateSkill = errors.New("two acceptance contracts for one skill")
 )
 
 // clockSkew is how far in the future an observed_at may lie: peers' clocks drift a little, but
@@ -127,25 +115,6 @@ type Decision struct {
 	Settle bool `json:"settle"`
 }
 
-// An Option configures a [Gate].
-type Option interface{ apply(*config) }
-
-type optionFunc func(*config)
-
-func (f optionFunc) apply(c *config) { f(c) }
-
-type config struct {
-	maxReverify int
-	now         func() time.Time
-}
-
-// WithMaxReverify bounds how many times an Unknown is decided again before it settles. The
-// default is 5: a completion is decided at most six times. A negative n counts as 0.
-func WithMaxReverify(n int) Option { return optionFunc(func(c *config) { c.maxReverify = max(n, 0) }) }
-
-// WithClock sets the clock freshness is judged by. The default is time.Now.
-func WithClock(now func() time.Time) Option { return optionFunc(func(c *config) { c.now = now }) }
-
 // Backoff returns how long to wait before re-verification number attempt (1 for the first):
 // 1s doubling to a cap of 5m. No jitter: re-verifications are per delegation, not a herd.
 func Backoff(attempt int) time.Duration {
@@ -175,11 +144,7 @@ func NewGate(contracts []*Contract, ledger Ledger, tools ToolRunner, opts ...Opt
 	if ledger == nil || tools == nil {
 		panic("acceptance: NewGate needs a ledger and a tool runner")
 	}
-	cfg := config{maxReverify: 5, now: time.Now}
-	for _, o := range opts {
-		o.apply(&cfg)
-	}
-	g := &Gate{contracts: map[string]*Contract{}, ledger: ledger, tools: tools, cfg: cfg}
+	g := &Gate{contracts: map[string]*Contract{}, ledger: ledger, tools: tools, cfg: newConfig(opts)}
 	for _, c := range contracts {
 		if _, dup := g.contracts[c.Skill]; dup {
 			return nil, fmt.Errorf("skill %q: %w", c.Skill, ErrDuplicateSkill)

@@ -11,9 +11,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// ErrNotCommitted is returned by [Ledger.Get] for a delegation the ledger holds no entry for.
-var ErrNotCommitted = errors.New("delegation not committed")
-
 // An Entry records one committed delegation: what was accepted, under which contract, and on
 // what evidence.
 type Entry struct {

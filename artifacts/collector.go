@@ -9,11 +9,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 )
 
-// ErrMismatch means an artifact the peer streamed whole differs from the
-// artifact of the same id in its final task, or is missing there: the
-// peer told two stories about one artifact.
-var ErrMismatch = errors.New("artifacts: the streamed artifact differs from the final task's")
-
 // A Collector follows one peer task's event stream: it assembles the
 // artifact chunks as they arrive ([Assembler]), stores every finished
 // artifact in a [Store], and at the end checks the peer's final task

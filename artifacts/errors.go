@@ -24,4 +24,9 @@ var (
 
 	// ErrCorrupt means a stored blob no longer hashes to its digest.
 	ErrCorrupt = errors.New("artifacts: stored content does not match its digest")
+
+	// ErrMismatch means an artifact the peer streamed whole differs from the
+	// artifact of the same id in its final task, or is missing there: the
+	// peer told two stories about one artifact.
+	ErrMismatch = errors.New("artifacts: the streamed artifact differs from the final task's")
 )

@@ -10,6 +10,7 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
+// config is an Assembler's or a Store's; newConfig makes one.
 type config struct {
 	maxBytes int64
 }
@@ -27,6 +28,7 @@ func WithMaxBytes(n int64) Option {
 	})
 }
 
+// newConfig applies the defaults, then opts.
 func newConfig(opts []Option) config {
 	c := config{maxBytes: defaultMaxBytes}
 	for _, o := range opts {

@@ -18,10 +18,6 @@ import (
 	"github.com/handoff-a2a/handoff/tasks"
 )
 
-// ErrNoFinalState means the peer's task could not be followed to an end:
-// its stream kept breaking and resubscribing did not help.
-var ErrNoFinalState = errors.New("the peer's task was not followed to its end")
-
 // Sender sends a delegated message to a verified peer and follows the
 // peer's task to its end: by stream, asking GetTask whenever a stream
 // ends without the task's end and resubscribing while it runs, then one
@@ -235,9 +231,6 @@ func (s *Sender) follow(ctx context.Context, client *a2aclient.Client, peer Peer
 	}
 	return nil, fmt.Errorf("delegate to %s: %w", peer.Name, err)
 }
-
-// errEndedEarly is a stream that ended before the peer's task did.
-var errEndedEarly = errors.New("the stream ended before the task did")
 
 // finalState reports whether a task in state s waits for nothing more
 // from the peer: a terminal state, or one that needs its caller.

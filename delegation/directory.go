@@ -23,15 +23,6 @@ import (
 // cardPath is where A2A agents serve their card, under their base URL.
 const cardPath = ".well-known/agent-card.json"
 
-// Directory errors, recorded as a [PeerStatus]'s Err.
-var (
-	// ErrCardTooLarge: the served card is over the size limit ([WithMaxCardBytes]).
-	ErrCardTooLarge = errors.New("agent card too large")
-	// ErrUnreachable: the card could not be fetched (network error or an
-	// HTTP status other than 200, or 304 for a cached card).
-	ErrUnreachable = errors.New("peer unreachable")
-)
-
 // A PeerConfig names one peer and the keys that may sign its card.
 type PeerConfig struct {
 	// Name identifies the peer in config, logs and `handoff peers`.
@@ -82,48 +73,6 @@ type PeerStatus struct {
 	FetchedAt time.Time
 }
 
-// An Option configures a [Directory].
-type Option interface{ apply(*dirConfig) }
-
-type optionFunc func(*dirConfig)
-
-func (f optionFunc) apply(c *dirConfig) { f(c) }
-
-type dirConfig struct {
-	client   *http.Client
-	timeout  time.Duration
-	maxBytes int64
-	log      *slog.Logger
-}
-
-// WithHTTPClient sets the client that fetches cards and the JWKS their
-// signatures name. By default a client with Go's default transport is used.
-// Whichever client, redirects are not followed: the configured URL is the
-// peer's, and a redirect could lead anywhere.
-func WithHTTPClient(c *http.Client) Option {
-	return optionFunc(func(cfg *dirConfig) { cfg.client = c })
-}
-
-// WithFetchTimeout bounds one card fetch, and one fetch of a JWKS a card
-// names. The default is 10 seconds.
-func WithFetchTimeout(d time.Duration) Option {
-	return optionFunc(func(cfg *dirConfig) { cfg.timeout = d })
-}
-
-// WithLogger sets the logger that tells the operator when a peer is
-// refused or unreachable (at warn, with the reason) and when it verifies
-// again (at info); each is logged when the peer's state or reason
-// changes, not at every refresh. By default nothing is logged.
-func WithLogger(l *slog.Logger) Option {
-	return optionFunc(func(cfg *dirConfig) { cfg.log = l })
-}
-
-// WithMaxCardBytes limits a fetched card's size. The default is 1 MiB; a
-// larger card is refused with [ErrCardTooLarge].
-func WithMaxCardBytes(n int64) Option {
-	return optionFunc(func(cfg *dirConfig) { cfg.maxBytes = n })
-}
-
 // A Directory knows the configured peers, their verified cards and the
 // skills they offer. It is safe for concurrent use.
 type Directory struct {
@@ -149,18 +98,7 @@ type peer struct {
 // trust policies that trust some key) and returns a Directory in which every
 // peer is [StatePending] until the first [Directory.Refresh].
 func NewDirectory(peers []PeerConfig, opts ...Option) (*Directory, error) {
-	cfg := dirConfig{timeout: 10 * time.Second, maxBytes: 1 << 20, log: slog.New(slog.DiscardHandler)}
-	for _, o := range opts {
-		o.apply(&cfg)
-	}
-	client := http.Client{}
-	if cfg.client != nil {
-		client = *cfg.client
-	}
-	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	cfg.client = &client
-
-	d := &Directory{cfg: cfg}
+	d := &Directory{cfg: newDirConfig(opts)}
 	seen := map[string]bool{}
 	var errs []error
 	for i, pc := range peers {
@@ -183,7 +121,7 @@ func NewDirectory(peers []PeerConfig, opts ...Option) (*Directory, error) {
 			errs = append(errs, fmt.Errorf("peer %q: base URL %q is not an absolute http(s) URL without userinfo, query or fragment", pc.Name, pc.BaseURL))
 			continue
 		}
-		v, err := agentcard.NewVerifier(pc.Trust, agentcard.WithHTTPClient(cfg.client), agentcard.WithFetchTimeout(cfg.timeout))
+		v, err := agentcard.NewVerifier(pc.Trust, agentcard.WithHTTPClient(d.cfg.client), agentcard.WithFetchTimeout(d.cfg.timeout))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("peer %q: %w", pc.Name, err))
 			continue

@@ -3,7 +3,6 @@ package delegation
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -21,23 +20,6 @@ const EnvelopeExtension = "https://github.com/handoff-a2a/handoff/ext/delegation
 
 // DefaultMaxHops is the hop limit a [ReceiverPolicy] with no MaxHops enforces.
 const DefaultMaxHops = 4
-
-// Receiver refusals. [Check] and [EnvelopeFrom] wrap exactly one of these,
-// with the offending value in the message. The messages carry only what the
-// caller sent and this agent's limits, so they are safe to return to it.
-var (
-	// ErrHopLimit: the task has been forwarded more times than the receiver allows.
-	ErrHopLimit = errors.New("delegation hop limit exceeded")
-	// ErrDeadlinePassed: the envelope's deadline is not after the receiver's clock.
-	ErrDeadlinePassed = errors.New("delegation deadline passed")
-	// ErrScopeNotGranted: the envelope asks for a scope the receiver does not grant.
-	ErrScopeNotGranted = errors.New("delegation scope not granted")
-	// ErrCycle: the receiver's card already appears in the provenance chain.
-	ErrCycle = errors.New("delegation cycle")
-	// ErrMalformedEnvelope: the metadata under [EnvelopeExtension] is not a
-	// well-formed envelope.
-	ErrMalformedEnvelope = errors.New("malformed delegation envelope")
-)
 
 // A Hop names one agent a delegated task passed through.
 type Hop struct {

@@ -3,7 +3,6 @@ package delegation
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -16,9 +15,6 @@ import (
 // and a restarted agent finds it in the task's snapshot.
 const RecordKey = "handoff/delegation"
 
-// ErrMalformedRecord means the metadata under [RecordKey] is not a record.
-var ErrMalformedRecord = errors.New("malformed delegation record")
-
 // A Record is the durable state of one outbound delegation: enough to
 // follow the peer's task again after a restart, or to send the same
 // request again without starting a second remote task.
@@ -27,8 +23,9 @@ type Record struct {
 	Peer string `json:"peer"`
 	// CardDigest is the [CardDigest] of the peer's card when it was chosen.
 	CardDigest string `json:"cardDigest,omitempty"`
-	// RemoteTaskID and RemoteContextID name the peer's task, once it answered.
-	RemoteTaskID    string `json:"remoteTaskId,omitempty"`
+	// RemoteTaskID is the peer's task id, once it answered.
+	RemoteTaskID string `json:"remoteTaskId,omitempty"`
+	// RemoteContextID is the peer task's context id, once it answered.
 	RemoteContextID string `json:"remoteContextId,omitempty"`
 	// IdempotencyKey is the envelope's key: a repeat finds the task it started.
 	IdempotencyKey string `json:"idempotencyKey"`

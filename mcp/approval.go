@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
-	"slices"
 )
 
 // ApprovalRequest is what a task waiting for an approval shows: enough for an approver to
@@ -71,11 +70,16 @@ func writeField(h hash.Hash, f string) {
 	fmt.Fprintf(h, "%d:%s|", len(f), f)
 }
 
+// mayApprove reports whether principal may approve calls under this policy ([WithApprovers]).
+func (pol *policy) mayApprove(principal string) bool {
+	return principal != "" && pol.cfg.isApprover != nil && pol.cfg.isApprover(principal)
+}
+
 // checkApproval reports why an approval does not let this proposal run, or "" if it does.
 // The reasons name no argument values, only what did not match.
 func (pol *policy) checkApproval(prop Proposal, digest string, a *Approval) string {
 	switch {
-	case a.Approver == "" || !slices.Contains(pol.cfg.approvers, a.Approver):
+	case !pol.mayApprove(a.Approver):
 		return fmt.Sprintf("approval refused: %q may not approve tool calls", a.Approver)
 	case a.Tool != prop.Tool:
 		return fmt.Sprintf("approval refused: it is for tool %s, not %s", a.Tool, prop.Tool)

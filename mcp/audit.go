@@ -20,11 +20,13 @@ type AuditRecord struct {
 	ID string `json:"id"`
 	// Time is when the Run began.
 	Time time.Time `json:"time"`
-	// TaskID and Principal say which task and which caller proposed the call.
-	TaskID    string `json:"task_id"`
+	// TaskID is the task that proposed the call.
+	TaskID string `json:"task_id"`
+	// Principal is the caller whose request proposed it.
 	Principal string `json:"principal"`
-	// Tool and SnapshotVersion name the tool as planned.
-	Tool            string `json:"tool"`
+	// Tool is the tool's catalog name, as planned.
+	Tool string `json:"tool"`
+	// SnapshotVersion is the catalog snapshot the call was planned against.
 	SnapshotVersion string `json:"snapshot_version"`
 	// ArgsDigest is [ApprovalRequest.Digest]: hex SHA-256 of the canonical {tool, arguments}.
 	ArgsDigest string `json:"args_digest,omitempty"`

@@ -83,15 +83,17 @@ type CallRequest struct {
 type Result struct {
 	// Outcome is the call's terminal result.
 	Outcome Outcome
-	// Tool and SnapshotVersion echo the request; ToolDigest is the definition the call ran
-	// against, empty when it never got that far.
-	Tool            string
+	// Tool echoes the request's tool.
+	Tool string
+	// SnapshotVersion echoes the request's snapshot version.
 	SnapshotVersion string
-	ToolDigest      string
-	// StructuredContent and Content are the tool's output. StructuredContent is set only on
-	// success; for a tool error Content carries the tool's explanation.
+	// ToolDigest is the definition the call ran against, empty when it never got that far.
+	ToolDigest string
+	// StructuredContent is the tool's structured output, set only on success.
 	StructuredContent any
-	Content           []mcpsdk.Content
+	// Content is the tool's unstructured output; for a tool error it carries the tool's
+	// explanation.
+	Content []mcpsdk.Content
 	// Err says why the outcome is not success, in words safe to show the caller.
 	Err error
 	// Attempts counts requests sent to the server (2 when a read was retried).

@@ -30,11 +30,12 @@ type ServerConfig struct {
 	// Transport is TransportStdio or TransportHTTP.
 	Transport Transport
 
-	// Command and Args start a stdio server, in its own process group. Args are passed as
-	// they are, never expanded, so that secrets do not land on a command line others can
-	// read. The server's stderr is discarded.
+	// Command starts a stdio server, in its own process group. The server's stderr is
+	// discarded.
 	Command string
-	Args    []string
+	// Args are Command's arguments, passed as they are, never expanded, so that secrets do
+	// not land on a command line others can read.
+	Args []string
 	// Dir is the stdio server's working directory; empty means the agent's.
 	Dir string
 	// InheritEnv names the variables a stdio server inherits from the agent, besides PATH,
@@ -49,11 +50,12 @@ type ServerConfig struct {
 	// Headers are sent with every HTTP request, expanded like Env ("Bearer ${TOKEN}").
 	Headers map[string]string
 
-	// Allow and Deny filter the server's tools by their own (not namespaced) names with
-	// path.Match globs. A tool is discoverable when it matches an Allow pattern, or Allow is
-	// empty, and matches no Deny pattern. A filtered tool cannot be called.
+	// Allow filters the server's tools by their own (not namespaced) names with path.Match
+	// globs. A tool is discoverable when it matches an Allow pattern, or Allow is empty, and
+	// matches no Deny pattern. A filtered tool cannot be called.
 	Allow []string
-	Deny  []string
+	// Deny names, by the same globs, tools that are never discoverable, whatever Allow says.
+	Deny []string
 
 	// ConnectTimeout bounds starting the server, the handshake and the first tool listing.
 	// Zero means 10s.

@@ -78,10 +78,13 @@ type Contract struct {
 	// several contracts match a tool, the exact one wins, else the longest glob; equally long
 	// globs are tried in the order given to [NewPipeline].
 	Tool string
-	// Effect, Risk and Approval classify the tool. An empty one takes the fail-closed value of
-	// [DefaultContract], so a contract that only sets a Timeout still needs approval.
-	Effect   Effect
-	Risk     Risk
+	// Effect classifies what the tool does. Empty, it takes the fail-closed value of
+	// [DefaultContract], as do Risk and Approval, so a contract that only sets a Timeout still
+	// needs approval.
+	Effect Effect
+	// Risk classifies how much harm a wrong call does.
+	Risk Risk
+	// Approval says whether the tool's calls wait for a human approval.
 	Approval ApprovalMode
 	// Timeout bounds each call; zero means the Manager's default ([WithCallTimeout]).
 	Timeout time.Duration

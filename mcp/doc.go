@@ -28,4 +28,10 @@
 // read is retried after a lost connection; a write whose request was sent and not answered
 // ends [OutcomeUnknownOutcome]. [Manager.Call] is the same road without the policy, for
 // callers that govern calls themselves.
+//
+// # The other way
+//
+// A [Face] ([NewFace]) is the reverse road: it serves the agent's own skills to MCP hosts as
+// tools over streamable HTTP, each tools/call one A2A task of the caller, run and governed
+// by the agent's engine like any other.
 package mcp

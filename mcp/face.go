@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,8 +20,9 @@ import (
 type FaceTool struct {
 	// Name is the tool's name: the skill's id.
 	Name string
-	// Title and Description are shown to the MCP host.
-	Title       string
+	// Title is the tool's title, shown to the MCP host.
+	Title string
+	// Description is the tool's description, shown to the MCP host.
 	Description string
 	// InputSchema is the skill's input schema; nil offers
 	// {"text": string, "data": object}, the text and data parts of the
@@ -67,14 +67,10 @@ type Face struct {
 // NewFace returns a Face named for the agent that serves tools through run,
 // binding each request's caller with caller.
 func NewFace(name, version string, tools []FaceTool, run TaskRunner, caller CallerFunc, opts ...FaceOption) *Face {
-	cfg := faceConfig{logger: slog.New(slog.DiscardHandler), cancelGrace: 10 * time.Second}
-	for _, o := range opts {
-		o.applyFace(&cfg)
-	}
-	f := &Face{run: run, caller: caller, cfg: cfg}
+	f := &Face{run: run, caller: caller, cfg: newFaceConfig(opts)}
 	// The SDK logs every session at info; the agent logs its requests once,
 	// at the edge, so only the SDK's warnings and errors are kept.
-	sdkLog := slog.New(atLeast{cfg.logger.Handler(), slog.LevelWarn})
+	sdkLog := slog.New(atLeast{f.cfg.logger.Handler(), slog.LevelWarn})
 	f.server = mcpsdk.NewServer(&mcpsdk.Implementation{Name: name, Version: version}, &mcpsdk.ServerOptions{Logger: sdkLog})
 	for _, t := range tools {
 		tool := &mcpsdk.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}

@@ -73,7 +73,7 @@ func TestIdempotentRerun(t *testing.T) {
 	noKey.Idempotency = mcp.IdempotencyNone
 	h := newHarness(t, m, []mcp.Contract{
 		contract("ex__write_note", mcp.Contract{Effect: mcp.EffectWrite, Risk: mcp.RiskHigh, Approval: mcp.ApprovalMandatory}),
-	}, mcp.WithApprovers("alice"))
+	}, mcp.WithApprovers(approvers("alice")))
 
 	prop := mcp.Proposal{TaskID: "t1", Tool: "ex__write_note", Arguments: map[string]any{"name": "n", "text": "first"}}
 	ask := h.run(t, prop, nil)

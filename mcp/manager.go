@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"os/exec"
 	"reflect"
 	"strconv"
@@ -81,20 +79,8 @@ type Manager struct {
 // NewManager checks the server configs and returns a Manager for them; [Manager.Run] starts
 // it. Until then the catalog is empty.
 func NewManager(servers []ServerConfig, opts ...ManagerOption) (*Manager, error) {
-	c := config{
-		logger:           slog.New(slog.DiscardHandler),
-		lookupEnv:        os.LookupEnv,
-		callTimeout:      30 * time.Second,
-		minBackoff:       100 * time.Millisecond,
-		maxBackoff:       30 * time.Second,
-		unavailableAfter: 3,
-		httpClient:       &http.Client{},
-	}
-	for _, o := range opts {
-		o.applyManager(&c)
-	}
 	m := &Manager{
-		cfg:     c,
+		cfg:     newManagerConfig(opts),
 		sups:    make(map[string]*supervisor, len(servers)),
 		history: make(map[string]*Snapshot),
 		updated: make(chan struct{}),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -40,7 +41,7 @@ type faceOptionFunc func(*faceConfig)
 
 func (f faceOptionFunc) applyFace(c *faceConfig) { f(c) }
 
-// config is a Manager's.
+// config is a Manager's; newManagerConfig makes one.
 type config struct {
 	logger           *slog.Logger
 	lookupEnv        LookupEnv
@@ -53,17 +54,54 @@ type config struct {
 	dial map[string]func() (mcpsdk.Transport, error)
 }
 
+// newManagerConfig applies the defaults, then opts.
+func newManagerConfig(opts []ManagerOption) config {
+	c := config{
+		logger:           slog.New(slog.DiscardHandler),
+		lookupEnv:        os.LookupEnv,
+		callTimeout:      30 * time.Second,
+		minBackoff:       100 * time.Millisecond,
+		maxBackoff:       30 * time.Second,
+		unavailableAfter: 3,
+		httpClient:       &http.Client{},
+	}
+	for _, o := range opts {
+		o.applyManager(&c)
+	}
+	return c
+}
+
+// pipelineConfig is a Pipeline's (its policy's); newPipelineConfig makes one.
 type pipelineConfig struct {
-	approvers    []string
+	isApprover   func(principal string) bool // nil: nobody may approve
 	key          []byte
 	deny         []string
 	auditTimeout time.Duration
 }
 
+// newPipelineConfig applies the defaults, then opts.
+func newPipelineConfig(opts []PipelineOption) pipelineConfig {
+	c := pipelineConfig{auditTimeout: 10 * time.Second}
+	for _, o := range opts {
+		o.applyPipeline(&c)
+	}
+	return c
+}
+
+// faceConfig is a Face's; newFaceConfig makes one.
 type faceConfig struct {
 	logger      *slog.Logger
 	cancelGrace time.Duration
 	publicHosts []string // Host names accepted besides loopback ones on a loopback listener
+}
+
+// newFaceConfig applies the defaults, then opts.
+func newFaceConfig(opts []FaceOption) faceConfig {
+	c := faceConfig{logger: slog.New(slog.DiscardHandler), cancelGrace: 10 * time.Second}
+	for _, o := range opts {
+		o.applyFace(&c)
+	}
+	return c
 }
 
 // WithPublicHosts names the hosts a [Face] listening on a loopback address
@@ -121,17 +159,13 @@ func WithHTTPClient(hc *http.Client) ManagerOption {
 	return managerOptionFunc(func(c *config) { c.httpClient = hc })
 }
 
-// WithApprovers adds principals who may approve calls the policy asks about. By default
-// nobody may, so a tool that needs an approval never runs. A principal may approve calls it
-// proposed itself.
-func WithApprovers(principals ...string) PipelineOption {
-	return pipelineOptionFunc(func(c *pipelineConfig) {
-		for _, p := range principals {
-			if p != "" { // an empty approver would match an unauthenticated caller
-				c.approvers = append(c.approvers, p)
-			}
-		}
-	})
+// WithApprovers lets the principals isApprover accepts approve calls the policy asks about.
+// isApprover is asked at every approval a Run checks, so it may answer from a list a reload
+// replaces without reconfiguring the Pipeline; an empty principal is never asked, since it
+// would match an unauthenticated caller. By default nobody may approve, so a tool that needs
+// an approval never runs. A principal may approve calls it proposed itself.
+func WithApprovers(isApprover func(principal string) bool) PipelineOption {
+	return pipelineOptionFunc(func(c *pipelineConfig) { c.isApprover = isApprover })
 }
 
 // WithApprovalKey sets the HMAC key that binds approval tokens; it must be at least 32

@@ -142,10 +142,7 @@ func (p *Pipeline) Reconfigure(contracts []Contract, opts ...PipelineOption) err
 // newPolicy checks contracts and options; key is the approval key to keep when opts set
 // none (nil: draw one).
 func newPolicy(list []Contract, key []byte, opts []PipelineOption) (*policy, error) {
-	c := pipelineConfig{auditTimeout: 10 * time.Second}
-	for _, o := range opts {
-		o.applyPipeline(&c)
-	}
+	c := newPipelineConfig(opts)
 	var errs []error
 	switch {
 	case c.key != nil && len(c.key) < minKeyLen:
@@ -185,7 +182,7 @@ func (p *Pipeline) Contract(tool string) Contract {
 // [AuditRecord], even when ctx is cancelled.
 //
 // approval is the approval carried by the message that resumed the task, or nil. It lets the
-// call run only if its approver is listed ([WithApprovers]) and its tool, snapshot, digest and
+// call run only if its approver may approve ([WithApprovers]) and its tool, snapshot, digest and
 // token match this proposal; otherwise the result is [OutcomeApprovalRequired] again, with a
 // fresh request whose Reason says what did not match. An approval is not consumed: a Run with
 // the same proposal and approval runs the call again, so the caller must resume a task once.
@@ -341,7 +338,7 @@ func (pol *policy) decide(tool string, c Contract) (Decision, string) {
 	switch {
 	case c.Approval == ApprovalMandatory:
 		why := fmt.Sprintf("tool %s needs an approval", tool)
-		if len(pol.cfg.approvers) == 0 {
+		if pol.cfg.isApprover == nil {
 			why += ", and no principal may approve"
 		}
 		return DecisionAsk, why

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,11 @@ import (
 	"github.com/handoff-a2a/handoff/mcp"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// approvers is a [mcp.WithApprovers] answer from a fixed list.
+func approvers(names ...string) func(string) bool {
+	return func(p string) bool { return slices.Contains(names, p) }
+}
 
 // harness is a Pipeline with its own audit file, counting Runs so that a test can check
 // that every Run left exactly one record.
@@ -158,7 +164,7 @@ func TestPipelineReadAllowed(t *testing.T) {
 func TestPipelineApproval(t *testing.T) {
 	m := exampleManager(t)
 	key := bytes.Repeat([]byte("k"), 32)
-	h := newHarness(t, m, nil, mcp.WithApprovers("alice"), mcp.WithApprovalKey(key))
+	h := newHarness(t, m, nil, mcp.WithApprovers(approvers("alice")), mcp.WithApprovalKey(key))
 	args := map[string]any{"name": "n1", "text": "hello"}
 	prop := mcp.Proposal{TaskID: "t1", Tool: "ex__write_note", Arguments: args, SnapshotVersion: m.Snapshot().Version}
 	notWritten := func(t *testing.T) {
@@ -250,10 +256,10 @@ func TestPipelineApproval(t *testing.T) {
 	t.Run("approval key", func(t *testing.T) {
 		// The same key in another Pipeline (a restart, a replica) verifies the token; another
 		// key does not.
-		same := newHarness(t, m, nil, mcp.WithApprovers("alice"), mcp.WithApprovalKey(key))
+		same := newHarness(t, m, nil, mcp.WithApprovers(approvers("alice")), mcp.WithApprovalKey(key))
 		req := requestFor(prop)
 		wantOutcome(t, same.run(t, prop, approve(req, "alice")), mcp.OutcomeSuccess)
-		other := newHarness(t, m, nil, mcp.WithApprovers("alice"))
+		other := newHarness(t, m, nil, mcp.WithApprovers(approvers("alice")))
 		wantOutcome(t, other.run(t, prop, approve(req, "alice")), mcp.OutcomeApprovalRequired)
 		same.records(t)
 		other.records(t)
@@ -290,7 +296,7 @@ func TestPipelineNoApprovers(t *testing.T) {
 func TestPipelineRedaction(t *testing.T) {
 	m := exampleManager(t)
 	h := newHarness(t, m, []mcp.Contract{{Tool: "ex__write_note", Effect: mcp.EffectWrite, Risk: mcp.RiskHigh,
-		Approval: mcp.ApprovalMandatory, Redact: []string{"text"}}}, mcp.WithApprovers("alice"))
+		Approval: mcp.ApprovalMandatory, Redact: []string{"text"}}}, mcp.WithApprovers(approvers("alice")))
 	secrets := []string{"TOPSECRET-1", "TOPSECRET-2", "987654321", "9.87654321e+08"}
 
 	prop := mcp.Proposal{Tool: "ex__write_note", Arguments: map[string]any{"name": "diary", "text": "TOPSECRET-1"}}
@@ -359,7 +365,7 @@ func TestPipelineScrubsEchoedResults(t *testing.T) {
 func TestPipelineDeny(t *testing.T) {
 	m := exampleManager(t)
 	allowAll := mcp.Contract{Tool: "ex__*", Effect: mcp.EffectWrite, Risk: mcp.RiskLow, Approval: mcp.ApprovalNone}
-	h := newHarness(t, m, []mcp.Contract{allowAll}, mcp.WithDeny("ex__write_*"), mcp.WithApprovers("alice"))
+	h := newHarness(t, m, []mcp.Contract{allowAll}, mcp.WithDeny("ex__write_*"), mcp.WithApprovers(approvers("alice")))
 	prop := mcp.Proposal{Tool: "ex__write_note", Arguments: map[string]any{"name": "n1", "text": "x"}}
 	r := h.run(t, prop, nil)
 	wantOutcome(t, r, mcp.OutcomePermissionDenied)
@@ -411,7 +417,7 @@ func TestPipelineDecisions(t *testing.T) {
 // anyone is asked, and are audited all the same.
 func TestPipelineBeforeDecision(t *testing.T) {
 	m := exampleManager(t)
-	h := newHarness(t, m, nil, mcp.WithApprovers("alice")) // no contracts: everything would be asked
+	h := newHarness(t, m, nil, mcp.WithApprovers(approvers("alice"))) // no contracts: everything would be asked
 	for _, tc := range []struct {
 		name string
 		prop mcp.Proposal

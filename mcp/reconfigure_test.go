@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -126,7 +127,7 @@ func TestReconfigureBeforeRun(t *testing.T) {
 // requested before the reload still verifies; a bad set is refused and the old one stays.
 func TestPipelineReconfigure(t *testing.T) {
 	m := exampleManager(t)
-	h := newHarness(t, m, []mcp.Contract{contract("ex__read_note", readLow)}, mcp.WithApprovers("alice"))
+	h := newHarness(t, m, []mcp.Contract{contract("ex__read_note", readLow)}, mcp.WithApprovers(approvers("alice")))
 	read := mcp.Proposal{TaskID: "t1", Tool: "ex__read_note", Arguments: map[string]any{"name": "welcome"}}
 	wantOutcome(t, h.run(t, read, nil), mcp.OutcomeSuccess)
 
@@ -137,7 +138,7 @@ func TestPipelineReconfigure(t *testing.T) {
 
 	mandatory := readLow
 	mandatory.Approval = mcp.ApprovalMandatory
-	if err := h.p.Reconfigure([]mcp.Contract{contract("ex__read_note", mandatory)}, mcp.WithApprovers("carol")); err != nil {
+	if err := h.p.Reconfigure([]mcp.Contract{contract("ex__read_note", mandatory)}, mcp.WithApprovers(approvers("carol"))); err != nil {
 		t.Fatal(err)
 	}
 	wantOutcome(t, h.run(t, read, nil), mcp.OutcomeApprovalRequired)
@@ -155,5 +156,41 @@ func TestPipelineReconfigure(t *testing.T) {
 		t.Fatal("bad contracts accepted")
 	}
 	wantOutcome(t, h.run(t, read, nil), mcp.OutcomeApprovalRequired) // the reloaded contract stands
+	h.records(t)
+}
+
+// TestPipelineApproversAskedAtEachApproval: the approver func is asked at every approval, so a
+// list it reads can change without Reconfigure; an empty principal is never asked.
+func TestPipelineApproversAskedAtEachApproval(t *testing.T) {
+	m := exampleManager(t)
+	var allowed atomic.Pointer[string]
+	var askedEmpty atomic.Bool
+	isApprover := func(p string) bool {
+		if p == "" {
+			askedEmpty.Store(true)
+		}
+		a := allowed.Load()
+		return a != nil && p == *a
+	}
+	h := newHarness(t, m, nil, mcp.WithApprovers(isApprover))
+	write := mcp.Proposal{TaskID: "t1", Tool: "ex__write_note", Arguments: map[string]any{"name": "a", "text": "x"}}
+	ask := h.run(t, write, nil)
+	wantOutcome(t, ask, mcp.OutcomeApprovalRequired)
+	write.SnapshotVersion = ask.Approval.SnapshotVersion
+	approval := &mcp.Approval{Tool: write.Tool, SnapshotVersion: ask.Approval.SnapshotVersion, Digest: ask.Approval.Digest, Token: ask.Approval.Token}
+
+	byDave := *approval
+	byDave.Approver = "dave"
+	if r := h.run(t, write, &byDave); r.Outcome != mcp.OutcomeApprovalRequired {
+		t.Fatalf("dave approved before he was listed: %s %v", r.Outcome, r.Err)
+	}
+	anonymous := *approval
+	allowed.Store(new(string)) // "" listed: still refused
+	if r := h.run(t, write, &anonymous); r.Outcome != mcp.OutcomeApprovalRequired || askedEmpty.Load() {
+		t.Fatalf("an empty approver: %s %v (asked: %v)", r.Outcome, r.Err, askedEmpty.Load())
+	}
+	dave := "dave"
+	allowed.Store(&dave)
+	wantOutcome(t, h.run(t, write, &byDave), mcp.OutcomeSuccess)
 	h.records(t)
 }

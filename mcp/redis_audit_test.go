@@ -239,7 +239,7 @@ func TestRedisAuditRedaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := mcp.NewPipeline(m, []mcp.Contract{{Tool: "ex__write_note", Effect: mcp.EffectWrite, Risk: mcp.RiskHigh,
-		Approval: mcp.ApprovalMandatory, Redact: []string{"text"}}}, audit, mcp.WithApprovers("alice"))
+		Approval: mcp.ApprovalMandatory, Redact: []string{"text"}}}, audit, mcp.WithApprovers(approvers("alice")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,12 +68,7 @@ type worker struct {
 // NewDispatcher returns a dispatcher that signs deliveries with signer and
 // posts them with client (the SSRF guard's client).
 func NewDispatcher(store deliveryStore, signer *Signer, client *http.Client, opts ...DispatcherOption) *Dispatcher {
-	cfg := dispatchConfig{maxAttempts: 8, maxAge: 24 * time.Hour, baseDelay: time.Second, maxDelay: 5 * time.Minute,
-		timeout: 10 * time.Second, claimIdle: DefaultClaimIdle, logger: slog.Default(), now: time.Now}
-	for _, o := range opts {
-		o.applyDispatcher(&cfg)
-	}
-	d := &Dispatcher{store: store, signer: signer, client: client, cfg: cfg, workers: map[string]*worker{}, watched: map[a2a.TaskID]struct{}{}}
+	d := &Dispatcher{store: store, signer: signer, client: client, cfg: newDispatchConfig(opts), workers: map[string]*worker{}, watched: map[a2a.TaskID]struct{}{}}
 	if q, ok := store.(sharedQueue); ok {
 		d.queue, d.shared = q, newSharedState()
 	}

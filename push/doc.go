@@ -20,7 +20,11 @@
 // The JWT is also the bearer token, unless the config's authentication
 // gives its own scheme and credentials.
 //
-// A delivery that fails is retried with backoff, then dead-lettered. The
+// A [Dispatcher] ([NewDispatcher], then [Dispatcher.Run]) delivers every
+// event of a task's durable log to each of its push configs, in order,
+// when [Dispatcher.Notify] says the task has new events. A delivery that
+// fails is retried with backoff ([WithRetries], [WithBackoff]), then
+// dead-lettered; [Statuses] says where each config's deliveries stand. The
 // config's owner sees an HTTP status, a refusal by the guard, or
 // [ReasonFailed] for every delivery that got no HTTP answer (refused,
 // reset, timed out, TLS): which one it was would tell the owner what a

@@ -114,7 +114,7 @@ type Guard struct {
 // allowHosts (see [Guard]). An entry that is neither an IP nor a CIDR is a
 // host name; ports are not part of an entry.
 func NewGuard(allowHosts []string, opts ...GuardOption) *Guard {
-	g := &Guard{names: make(map[string]bool), resolver: net.DefaultResolver}
+	g := &Guard{names: make(map[string]bool), resolver: newGuardConfig(opts).resolver}
 	for _, h := range allowHosts {
 		h = normalHost(strings.Trim(strings.TrimSpace(h), "[]"))
 		if p, err := netip.ParsePrefix(h); err == nil {
@@ -125,9 +125,6 @@ func NewGuard(allowHosts []string, opts ...GuardOption) *Guard {
 		} else if h != "" {
 			g.names[h] = true
 		}
-	}
-	for _, o := range opts {
-		o.applyGuard(g)
 	}
 	return g
 }

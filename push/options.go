@@ -2,6 +2,7 @@ package push
 
 import (
 	"log/slog"
+	"net"
 	"time"
 )
 
@@ -12,6 +13,7 @@ type dispatcherOptionFunc func(*dispatchConfig)
 
 func (f dispatcherOptionFunc) applyDispatcher(c *dispatchConfig) { f(c) }
 
+// dispatchConfig is a Dispatcher's; newDispatchConfig makes one.
 type dispatchConfig struct {
 	maxAttempts int
 	maxAge      time.Duration
@@ -20,7 +22,17 @@ type dispatchConfig struct {
 	timeout     time.Duration
 	claimIdle   time.Duration
 	logger      *slog.Logger
-	now         func() time.Time
+	now         func() time.Time // time.Now; tests replace it
+}
+
+// newDispatchConfig applies the defaults, then opts.
+func newDispatchConfig(opts []DispatcherOption) dispatchConfig {
+	cfg := dispatchConfig{maxAttempts: 8, maxAge: 24 * time.Hour, baseDelay: time.Second, maxDelay: 5 * time.Minute,
+		timeout: 10 * time.Second, claimIdle: DefaultClaimIdle, logger: slog.Default(), now: time.Now}
+	for _, o := range opts {
+		o.applyDispatcher(&cfg)
+	}
+	return cfg
 }
 
 // WithRetries bounds the retries of one event: after maxAttempts attempts,
@@ -63,15 +75,29 @@ func WithClaimIdle(d time.Duration) DispatcherOption {
 }
 
 // A GuardOption configures a [Guard].
-type GuardOption interface{ applyGuard(*Guard) }
+type GuardOption interface{ applyGuard(*guardConfig) }
 
-type guardOptionFunc func(*Guard)
+type guardOptionFunc func(*guardConfig)
 
-func (f guardOptionFunc) applyGuard(g *Guard) { f(g) }
+func (f guardOptionFunc) applyGuard(c *guardConfig) { f(c) }
+
+// guardConfig is a Guard's; newGuardConfig makes one.
+type guardConfig struct {
+	resolver Resolver
+}
+
+// newGuardConfig applies the defaults, then opts.
+func newGuardConfig(opts []GuardOption) guardConfig {
+	cfg := guardConfig{resolver: net.DefaultResolver}
+	for _, o := range opts {
+		o.applyGuard(&cfg)
+	}
+	return cfg
+}
 
 // WithResolver makes the Guard resolve host names with r, both in
 // [Guard.CheckURL] and when its client dials. By default it uses
 // net.DefaultResolver.
 func WithResolver(r Resolver) GuardOption {
-	return guardOptionFunc(func(g *Guard) { g.resolver = r })
+	return guardOptionFunc(func(c *guardConfig) { c.resolver = r })
 }

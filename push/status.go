@@ -20,20 +20,23 @@ type statusStore interface {
 
 // Status is where the deliveries of one push config stand.
 type Status struct {
-	// TaskID and ConfigID name the task and its push config.
-	TaskID   a2a.TaskID `json:"task_id"`
-	ConfigID string     `json:"config_id"`
+	// TaskID names the task.
+	TaskID a2a.TaskID `json:"task_id"`
+	// ConfigID names the task's push config.
+	ConfigID string `json:"config_id"`
 	// URL is the webhook, masked: see [tasks.MaskedURL].
 	URL string `json:"url"`
-	// Delivered counts the events delivered; Pending counts the events of
-	// the task's log not yet handled.
-	Delivered int    `json:"delivered"`
-	Pending   uint64 `json:"pending"`
-	// Attempts, NextRetry and LastError describe the next event's delivery
-	// while it is being retried; they are zero otherwise.
-	Attempts  int       `json:"attempts,omitempty"`
+	// Delivered counts the events delivered.
+	Delivered int `json:"delivered"`
+	// Pending counts the events of the task's log not yet handled.
+	Pending uint64 `json:"pending"`
+	// Attempts counts the attempts at the next event's delivery while it is
+	// being retried; it is zero otherwise, as are NextRetry and LastError.
+	Attempts int `json:"attempts,omitempty"`
+	// NextRetry is when the next event's delivery is tried again.
 	NextRetry time.Time `json:"next_retry,omitzero"`
-	LastError string    `json:"last_error,omitempty"`
+	// LastError says why the next event's last attempt failed.
+	LastError string `json:"last_error,omitempty"`
 	// Dead lists the events given up on after their retries.
 	Dead []tasks.DeadDelivery `json:"dead,omitempty"`
 }

@@ -15,15 +15,6 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 )
 
-// Errors returned by [Authenticator.Authenticate]; the wrapped message says
-// what was wrong and is safe to show the caller.
-var (
-	// ErrNoCredentials means the request carried none and anonymous access is off.
-	ErrNoCredentials = errors.New("authentication required")
-	// ErrBadCredentials means the request carried credentials that did not verify.
-	ErrBadCredentials = errors.New("invalid credentials")
-)
-
 // DefaultAPIKeyHeader is the header API keys travel in.
 const DefaultAPIKeyHeader = "X-API-Key"
 
@@ -39,8 +30,11 @@ type Principal struct {
 
 // APIKey is one accepted key, known only by its SHA-256.
 type APIKey struct {
-	Name   string
+	// Name identifies the caller the key authenticates; it becomes the [Principal]'s Name.
+	Name string
+	// Tenant is the tenant the key is bound to, if any.
 	Tenant string
+	// SHA256 is the key's SHA-256 ([ParseAPIKeyHash] reads its hex form).
 	SHA256 [32]byte
 }
 
@@ -86,8 +80,11 @@ type Authenticator struct {
 	Anonymous bool
 	// APIKeyHeader is the API key header; empty means DefaultAPIKeyHeader.
 	APIKeyHeader string
-	APIKeys      []APIKey
-	Issuers      []Issuer
+	// APIKeys are the accepted API keys.
+	APIKeys []APIKey
+	// Issuers are the trusted JWT issuers; a bearer token is checked against the one its
+	// "iss" claim names.
+	Issuers []Issuer
 	// Now replaces time.Now, for tests.
 	Now func() time.Time
 }

@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,14 +13,6 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 )
-
-// ErrUnknownKey means no key of the issuer has the token's key id.
-var ErrUnknownKey = errors.New("unknown key id")
-
-// ErrKeysUnavailable is wrapped, beside ErrUnknownKey, when a key id is not
-// known because the issuer's keys could not be fetched (yet): the issuer is
-// down or slow, not the key made up.
-var ErrKeysUnavailable = errors.New("issuer keys unavailable")
 
 // maxJWKSBytes bounds a fetched or read JWKS.
 const maxJWKSBytes = 1 << 20

@@ -1,4 +1,3 @@
-// Package durable makes file system changes survive a crash.
 package durable
 
 import "os"

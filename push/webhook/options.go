@@ -13,6 +13,7 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
+// config is a Verifier's; newConfig makes one.
 type config struct {
 	token  string
 	issuer string
@@ -66,4 +67,18 @@ func WithClock(now func() time.Time) Option {
 // not logged.
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) { c.logger = l })
+}
+
+// newConfig applies the defaults, then opts.
+func newConfig(opts []Option) config {
+	cfg := config{
+		maxAge: defaultMaxAge,
+		client: &http.Client{Timeout: 5 * time.Second},
+		now:    time.Now,
+		logger: slog.New(slog.DiscardHandler),
+	}
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	return cfg
 }

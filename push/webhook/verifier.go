@@ -70,15 +70,7 @@ type Verifier struct {
 // seconds, so a rotated key is picked up and a flood of forged kids costs
 // the agent nothing.
 func NewVerifier(jwksURL, audience string, opts ...Option) *Verifier {
-	cfg := config{
-		maxAge: defaultMaxAge,
-		client: &http.Client{Timeout: 5 * time.Second},
-		now:    time.Now,
-		logger: slog.New(slog.DiscardHandler),
-	}
-	for _, o := range opts {
-		o.apply(&cfg)
-	}
+	cfg := newConfig(opts)
 	keys := auth.NewRemoteKeys(jwksURL)
 	keys.Client = cfg.client
 	return &Verifier{audience: audience, cfg: cfg, keys: keys, seen: replayCache{until: make(map[string]time.Time)}}

@@ -1,0 +1,32 @@
+package acceptance
+
+import "time"
+
+// An Option configures a [Gate].
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// config is a Gate's; newConfig makes one.
+type config struct {
+	maxReverify int
+	now         func() time.Time
+}
+
+// WithMaxReverify bounds how many times an Unknown is decided again before it settles. The
+// default is 5: a completion is decided at most six times. A negative n counts as 0.
+func WithMaxReverify(n int) Option { return optionFunc(func(c *config) { c.maxReverify = max(n, 0) }) }
+
+// WithClock sets the clock freshness is judged by. The default is time.Now.
+func WithClock(now func() time.Time) Option { return optionFunc(func(c *config) { c.now = now }) }
+
+// newConfig applies the defaults, then opts.
+func newConfig(opts []Option) config {
+	cfg := config{maxReverify: 5, now: time.Now}
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	return cfg
+}
