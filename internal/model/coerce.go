@@ -50,12 +50,14 @@ func coerce(s *jsonschema.Schema, v any) any {
 			switch {
 			case i < len(s.PrefixItems):
 				a[i] = coerce(s.PrefixItems[i], e)
-			case len(s.PrefixItems) == 0 && i < len(s.ItemsArray):
-				a[i] = coerce(s.ItemsArray[i], e)
-			case len(s.PrefixItems) == 0 && len(s.ItemsArray) == 0:
+			case len(s.ItemsArray) > 0: // draft 7 tuple form; additionalItems is not followed
+				if i < len(s.ItemsArray) {
+					a[i] = coerce(s.ItemsArray[i], e)
+				} else {
+					a[i] = e
+				}
+			default: // items applies after prefixItems
 				a[i] = coerce(s.Items, e)
-			default:
-				a[i] = e
 			}
 		}
 		return a

@@ -142,3 +142,20 @@ func checkCorrelated(t testing.TB, c *model.Conversation) {
 		t.Errorf("%d tool messages answer %d calls", len(tm), n)
 	}
 }
+
+// growing is a catalog whose first snapshot is small and every later one big.
+type growing struct {
+	mu         sync.Mutex
+	n          int
+	small, big []model.Tool
+}
+
+func (g *growing) Snapshot(context.Context) (model.Snapshot, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n++
+	if g.n == 1 {
+		return model.Snapshot{Version: "v1", Tools: g.small}, nil
+	}
+	return model.Snapshot{Version: "v2", Tools: g.big}, nil
+}
