@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -24,14 +25,14 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "scriptedmodel:", err)
 		os.Exit(1)
 	}
 }
 
-// run serves the script until ctx is done.
-func run(ctx context.Context, args []string) error {
+// run serves the script until ctx is done, writing its base URL as the first line of stdout.
+func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("scriptedmodel", flag.ContinueOnError)
 	file := fs.String("script", "", "the script `FILE` (YAML or JSON)")
 	listen := fs.String("listen", "127.0.0.1:0", "listen on `ADDR`")
@@ -49,7 +50,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("http://%s/v1\n", ln.Addr())
+	fmt.Fprintf(stdout, "http://%s/v1\n", ln.Addr())
 	hs := &http.Server{Handler: script.NewServer(s), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()

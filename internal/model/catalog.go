@@ -66,6 +66,25 @@ func Visible(tools []Tool, globs, delegates []string) ([]Tool, []Visibility) {
 	return vis, why
 }
 
+// UnmatchedGlobs returns the globs that match no tool of tools, for a startup warning (servers
+// come and go, so it is not an error).
+func UnmatchedGlobs(tools []Tool, globs []string) []string {
+	var out []string
+	for _, g := range globs {
+		hit := false
+		for _, t := range tools {
+			if ok, _ := path.Match(g, t.Name); ok && !t.Delegate {
+				hit = true
+				break
+			}
+		}
+		if !hit {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 // EstimateTokens is the size the tools' definitions add to a request, at four bytes a token.
 func EstimateTokens(tools []Tool) int {
 	n := 0

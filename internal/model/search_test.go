@@ -136,3 +136,29 @@ rules:
 		}
 	}
 }
+
+func TestVisibleByGlobsAndDelegates(t *testing.T) {
+	tools := append(slices.Clone(notesTools),
+		model.Tool{Name: "refund", Delegate: true, Description: "Refund an order through the verified peer."},
+		model.Tool{Name: "notes__evil", Delegate: true}, // a delegate is visible by name only, not by glob
+	)
+	vis, why := model.Visible(tools, []string{"notes__a*", "mail__*"}, []string{"refund"})
+	var names []string
+	for _, v := range vis {
+		names = append(names, v.Name)
+	}
+	if !slices.Equal(names, []string{"mail__send", "notes__add", "refund"}) {
+		t.Fatalf("visible %v", names)
+	}
+	want := []model.Visibility{
+		{Name: "mail__send", Reason: "matches tools glob mail__*"},
+		{Name: "notes__add", Reason: "matches tools glob notes__a*"},
+		{Name: "refund", Reason: "delegate refund is listed in delegates"},
+	}
+	if !slices.Equal(why, want) {
+		t.Errorf("reasons %v", why)
+	}
+	if got := model.UnmatchedGlobs(tools, []string{"notes__*", "calendar__*"}); !slices.Equal(got, []string{"calendar__*"}) {
+		t.Errorf("unmatched %v", got)
+	}
+}
