@@ -73,10 +73,11 @@ func BenchmarkTurn(b *testing.B) {
 	tc := httpCaller{tool.URL, tool.Client()}
 	rec := &recording{Completer: client}
 	cfg := model.SkillConfig{Instructions: "You keep the team's notes.", Tools: []string{"notes__*"}}
-	l, err := model.NewLoop(rec, catalog{"v1", notesTools}, tc, &saver{}, cfg)
+	ml, err := model.NewLoop(rec, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
+	l := bound{ml, model.Env{Catalog: catalog{"v1", notesTools}, Caller: tc, Saver: &saver{}}}
 	ctx := b.Context()
 	task := func() {
 		conv, err := l.Start(ctx, "buy milk")

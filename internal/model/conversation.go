@@ -58,6 +58,8 @@ type CallRecord struct {
 	Name string `json:"name"`
 	// Arguments are the arguments after coercion, when they parsed.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Started: a non-read call was handed to the caller (saved before it ran).
+	Started bool `json:"started,omitempty"`
 	// Outcome is set once the call has ended, whoever ended it (the loop's refusal or the
 	// caller's pipeline). A call with an outcome is never run again.
 	Outcome *Observation `json:"outcome,omitempty"`

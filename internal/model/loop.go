@@ -52,6 +52,9 @@ type Call struct {
 	Arguments json.RawMessage
 	// Approval is set only when the run resumes the call that waited for it.
 	Approval json.RawMessage
+	// Resumed: this non-read call was started before a restart and has no outcome, so it may
+	// have run; the caller decides by its idempotency key (or reports an unknown outcome).
+	Resumed bool
 }
 
 // Caller runs a call through the governed pipeline (policy, approval, timeout, idempotency,
@@ -120,11 +123,8 @@ func WithObservationLimit(n int) Option { return optionFunc(func(l *Loop) { l.ob
 
 // Loop runs one model skill's conversations. It is safe for concurrent use by many tasks.
 type Loop struct {
-	model   Completer
-	catalog Catalog
-	caller  Caller
-	saver   Saver
-	cfg     SkillConfig
+	model Completer
+	cfg   SkillConfig
 
 	skills    []Skill
 	outputRaw json.RawMessage
@@ -138,10 +138,25 @@ type Loop struct {
 	defs    map[string][]ToolDef            // by mode + snapshot version
 }
 
-// NewLoop returns a loop of the skill cfg (its instructions already read from
-// instructions_file when that was used). It fails only on an unusable output schema.
-func NewLoop(model Completer, catalog Catalog, caller Caller, saver Saver, cfg SkillConfig, opts ...Option) (*Loop, error) {
-	l := &Loop{model: model, catalog: catalog, caller: caller, saver: saver, cfg: cfg.WithDefaults(),
+// Env is what one task's run is bound to: the catalog as its caller may see it, the governed
+// pipeline acting for that caller, and the task's state store.
+type Env struct {
+	Catalog Catalog
+	Caller  Caller
+	Saver   Saver
+}
+
+// run is one task's step of a Loop.
+type run struct {
+	*Loop
+	Env
+}
+
+// NewLoop returns the loop of the skill cfg (its instructions already read from
+// instructions_file when that was used), shared by all its tasks. It fails only on an
+// unusable output schema.
+func NewLoop(model Completer, cfg SkillConfig, opts ...Option) (*Loop, error) {
+	l := &Loop{model: model, cfg: cfg.WithDefaults(),
 		progress: func(string) {}, obsLimit: DefaultObservationLimit,
 		schemas: map[string]*jsonschema.Resolved{}, defs: map[string][]ToolDef{}}
 	for _, o := range opts {
@@ -162,8 +177,8 @@ func NewLoop(model Completer, catalog Catalog, caller Caller, saver Saver, cfg S
 
 // Start resolves the snapshot, decides the visible set and the mode for the whole task, and
 // returns the stored first state: the instructions and the user's input.
-func (l *Loop) Start(ctx context.Context, input string) (*Conversation, error) {
-	snap, err := l.catalog.Snapshot(ctx)
+func (l *Loop) Start(ctx context.Context, env Env, input string) (*Conversation, error) {
+	snap, err := env.Catalog.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("resolve catalog: %w", err)
 	}
@@ -173,7 +188,7 @@ func (l *Loop) Start(ctx context.Context, input string) (*Conversation, error) {
 		c.Mode = ModeSearch
 	}
 	c.Messages = []Message{{Role: RoleSystem, Content: l.system(c.Mode)}, {Role: RoleUser, Content: input}}
-	if err := l.saver.Save(ctx, c); err != nil {
+	if err := env.Saver.Save(ctx, c); err != nil {
 		return nil, fmt.Errorf("save conversation: %w", err)
 	}
 	return c, nil
@@ -201,7 +216,11 @@ func (l *Loop) system(mode Mode) string {
 
 // Run continues c from its last stored step until the model answers, submits a result, a
 // call waits for an approval, or a limit is hit. approval is passed to the pending call only.
-func (l *Loop) Run(ctx context.Context, c *Conversation, approval json.RawMessage) (Outcome, error) {
+func (l *Loop) Run(ctx context.Context, env Env, c *Conversation, approval json.RawMessage) (Outcome, error) {
+	return run{l, env}.run(ctx, c, approval)
+}
+
+func (l run) run(ctx context.Context, c *Conversation, approval json.RawMessage) (Outcome, error) {
 	for {
 		snap, tools, err := l.resolve(ctx, c)
 		if err != nil {
@@ -219,7 +238,7 @@ func (l *Loop) Run(ctx context.Context, c *Conversation, approval json.RawMessag
 		}
 		c.Turns++
 		c.Messages = append(c.Messages, Message{Role: RoleAssistant, Content: reply.Content, ToolCalls: reply.ToolCalls})
-		if err := l.saver.Save(ctx, c); err != nil {
+		if err := l.Saver.Save(ctx, c); err != nil {
 			return Outcome{}, fmt.Errorf("save conversation: %w", err)
 		}
 		if len(reply.ToolCalls) == 0 {
@@ -232,8 +251,8 @@ func (l *Loop) Run(ctx context.Context, c *Conversation, approval json.RawMessag
 }
 
 // resolve reads the current snapshot and the visible set, recording both in c.
-func (l *Loop) resolve(ctx context.Context, c *Conversation) (string, map[string]Tool, error) {
-	snap, err := l.catalog.Snapshot(ctx)
+func (l run) resolve(ctx context.Context, c *Conversation) (string, map[string]Tool, error) {
+	snap, err := l.Catalog.Snapshot(ctx)
 	if err != nil {
 		return "", nil, fmt.Errorf("resolve catalog: %w", err)
 	}
@@ -248,7 +267,7 @@ func (l *Loop) resolve(ctx context.Context, c *Conversation) (string, map[string
 
 // answerOpenCalls gives every call of the last model turn that has no tool message yet its
 // one result, saving after each. done is set when the run must stop here.
-func (l *Loop) answerOpenCalls(ctx context.Context, c *Conversation, tools map[string]Tool, approval json.RawMessage) (Outcome, bool, error) {
+func (l run) answerOpenCalls(ctx context.Context, c *Conversation, tools map[string]Tool, approval json.RawMessage) (Outcome, bool, error) {
 	last := -1
 	for i := len(c.Messages) - 1; i >= 0; i-- {
 		if c.Messages[i].Role == RoleAssistant {
@@ -282,7 +301,7 @@ func (l *Loop) answerOpenCalls(ctx context.Context, c *Conversation, tools map[s
 }
 
 // answer handles one proposed call and appends its tool message, or stops the run.
-func (l *Loop) answer(ctx context.Context, c *Conversation, tc ToolCall, tools map[string]Tool, approval json.RawMessage) (Outcome, bool, error) {
+func (l run) answer(ctx context.Context, c *Conversation, tc ToolCall, tools map[string]Tool, approval json.RawMessage) (Outcome, bool, error) {
 	if rec := c.record(tc.ID); rec != nil && rec.Outcome != nil { // ran before a crash: never again
 		return Outcome{}, false, l.reply(ctx, c, tc.ID, rec.Name, *rec.Outcome)
 	}
@@ -302,7 +321,7 @@ func (l *Loop) answer(ctx context.Context, c *Conversation, tc ToolCall, tools m
 			vis = append(vis, tools[v.Name])
 		}
 		out, _ := json.Marshal(Search(vis, a.Query))
-		l.progress(fmt.Sprintf("searching tools for %q", a.Query))
+		l.progress(fmt.Sprintf("searching tools for %q", cutUTF8(a.Query, 80)))
 		return Outcome{}, false, l.reply(ctx, c, tc.ID, tc.Name, Observation{Status: StatusSuccess, Output: out})
 	case tc.Name == NameCallTool && c.Mode == ModeSearch:
 		var a struct {
@@ -325,7 +344,9 @@ func (l *Loop) answer(ctx context.Context, c *Conversation, tc ToolCall, tools m
 		_ = json.Unmarshal([]byte(orEmpty(tc.Arguments)), &a)
 		for _, s := range l.skills {
 			if s.Name == a.Name {
-				c.Activated = append(c.Activated, s.Name)
+				if !slices.Contains(c.Activated, s.Name) {
+					c.Activated = append(c.Activated, s.Name)
+				}
 				out, _ := json.Marshal(s.Body)
 				l.progress("activating skill " + s.Name)
 				return Outcome{}, false, l.reply(ctx, c, tc.ID, tc.Name, Observation{Status: StatusSuccess, Output: out})
@@ -339,7 +360,7 @@ func (l *Loop) answer(ctx context.Context, c *Conversation, tc ToolCall, tools m
 			return Outcome{}, false, l.reply(ctx, c, tc.ID, tc.Name, refusal(ClassValidationFailed, msg))
 		}
 		c.Result, c.ResultCall = v, tc.ID
-		if err := l.saver.Save(ctx, c); err != nil {
+		if err := l.Saver.Save(ctx, c); err != nil {
 			return Outcome{}, true, fmt.Errorf("save conversation: %w", err)
 		}
 		l.progress("result submitted")
@@ -349,7 +370,7 @@ func (l *Loop) answer(ctx context.Context, c *Conversation, tc ToolCall, tools m
 }
 
 // callTool runs a catalog tool or a delegate through the caller, after the loop's own checks.
-func (l *Loop) callTool(ctx context.Context, c *Conversation, tc ToolCall, tools map[string]Tool, approval json.RawMessage) (Outcome, bool, error) {
+func (l run) callTool(ctx context.Context, c *Conversation, tc ToolCall, tools map[string]Tool, approval json.RawMessage) (Outcome, bool, error) {
 	if c.record(tc.ID) == nil { // a call resumed after its approval was counted already
 		if c.ToolCalls >= l.cfg.MaxToolCalls {
 			l.progress("refused " + tc.Name + ": tool call limit reached")
@@ -372,18 +393,29 @@ func (l *Loop) callTool(ctx context.Context, c *Conversation, tc ToolCall, tools
 		l.progress("refused " + tc.Name + ": " + msg)
 		return Outcome{}, false, l.reply(ctx, c, tc.ID, tc.Name, refusal(ClassValidationFailed, msg))
 	}
+	if c.record(tc.ID) == nil {
+		c.Calls = append(c.Calls, CallRecord{ID: tc.ID, Turn: c.Turns, Name: tc.Name, Arguments: args})
+	}
+	rec := c.record(tc.ID)
+	call := Call{ID: tc.ID, Tool: t, Arguments: args, Approval: approval, Resumed: rec.Started}
+	if !t.ReadOnly && !rec.Started {
+		// A write is saved as started before it runs: after a kill -9 mid-call, the resumed
+		// run tells the caller that the call may have happened. Reads simply run again.
+		rec.Started = true
+		if err := l.Saver.Save(ctx, c); err != nil {
+			return Outcome{}, true, fmt.Errorf("save conversation: %w", err)
+		}
+	}
 	l.progress("calling " + tc.Name)
-	obs, err := l.caller.Call(ctx, Call{ID: tc.ID, Tool: t, Arguments: args, Approval: approval})
+	obs, err := l.Caller.Call(ctx, call)
 	if errors.Is(err, ErrApprovalRequired) {
 		p := &Pending{CallID: tc.ID, Tool: tc.Name}
 		if ae := (*ApprovalError)(nil); errors.As(err, &ae) {
 			p.Request = ae.Request
 		}
 		c.Pending = p
-		if c.record(tc.ID) == nil {
-			c.Calls = append(c.Calls, CallRecord{ID: tc.ID, Turn: c.Turns, Name: tc.Name, Arguments: args})
-		}
-		if err := l.saver.Save(ctx, c); err != nil {
+		c.record(tc.ID).Started = false // it did not run
+		if err := l.Saver.Save(ctx, c); err != nil {
 			return Outcome{}, true, fmt.Errorf("save conversation: %w", err)
 		}
 		l.progress(tc.Name + " waits for an approval")
@@ -397,9 +429,6 @@ func (l *Loop) callTool(ctx context.Context, c *Conversation, tc ToolCall, tools
 	}
 	if obs.Status != StatusSuccess {
 		l.progress(fmt.Sprintf("%s ended %s", tc.Name, obs.ErrorClass))
-	}
-	if rec := c.record(tc.ID); rec == nil {
-		c.Calls = append(c.Calls, CallRecord{ID: tc.ID, Turn: c.Turns, Name: tc.Name, Arguments: args})
 	}
 	return Outcome{}, false, l.reply(ctx, c, tc.ID, tc.Name, obs)
 }
@@ -422,7 +451,7 @@ func (l *Loop) arguments(rs *jsonschema.Resolved, raw string) (json.RawMessage, 
 }
 
 // reply records obs as id's outcome, appends the one tool message for id and saves.
-func (l *Loop) reply(ctx context.Context, c *Conversation, id, name string, obs Observation) error {
+func (l run) reply(ctx context.Context, c *Conversation, id, name string, obs Observation) error {
 	obs, text := normalise(obs, l.obsLimit)
 	if rec := c.record(id); rec != nil {
 		rec.Outcome = &obs
@@ -430,7 +459,7 @@ func (l *Loop) reply(ctx context.Context, c *Conversation, id, name string, obs 
 		c.Calls = append(c.Calls, CallRecord{ID: id, Turn: c.Turns, Name: name, Outcome: &obs})
 	}
 	c.Messages = append(c.Messages, Message{Role: RoleTool, ToolCallID: id, Content: text})
-	if err := l.saver.Save(ctx, c); err != nil {
+	if err := l.Saver.Save(ctx, c); err != nil {
 		return fmt.Errorf("save conversation: %w", err)
 	}
 	return nil
@@ -438,7 +467,7 @@ func (l *Loop) reply(ctx context.Context, c *Conversation, id, name string, obs 
 
 // Reject sends the output gate's reasons back to the model as submit_result's result, once.
 // A second rejection returns [ErrNotCommitted] with the reasons. Run continues afterwards.
-func (l *Loop) Reject(ctx context.Context, c *Conversation, reasons []string) error {
+func (l *Loop) Reject(ctx context.Context, env Env, c *Conversation, reasons []string) error {
 	if c.Result == nil {
 		return fmt.Errorf("reject: no result was submitted")
 	}
@@ -450,12 +479,15 @@ func (l *Loop) Reject(ctx context.Context, c *Conversation, reasons []string) er
 	c.Rejections++
 	out, _ := json.Marshal(map[string]any{"reasons": reasons})
 	l.progress("result rejected by the output gate")
-	return l.reply(ctx, c, id, NameSubmitResult, Observation{Status: StatusError, ErrorClass: "rejected", Error: "the result was not accepted; fix it and call submit_result again", Output: out})
+	return run{l, env}.reply(ctx, c, id, NameSubmitResult, Observation{Status: StatusError, ErrorClass: "rejected", Error: "the result was not accepted; fix it and call submit_result again", Output: out})
 }
 
 // toolDefs is what the model is offered in mode, cached per snapshot version.
 func (l *Loop) toolDefs(mode Mode, snap string, tools map[string]Tool) []ToolDef {
-	key := string(mode) + "\x00" + snap
+	// The key names the visible tools too: two callers with other entitlements may see the
+	// same snapshot version, and one must never be offered the other's tools.
+	names := sortedKeys(tools)
+	key := string(mode) + "\x00" + snap + "\x00" + strings.Join(names, "\x00")
 	l.mu.Lock()
 	defs, ok := l.defs[key]
 	l.mu.Unlock()
@@ -469,7 +501,7 @@ func (l *Loop) toolDefs(mode Mode, snap string, tools map[string]Tool) []ToolDef
 			ToolDef{Name: NameCallTool, Description: "Call a tool found with search_tools.",
 				Parameters: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}, "arguments": map[string]any{"type": "object"}}, "required": []any{"name", "arguments"}}})
 	} else {
-		for _, name := range sortedKeys(tools) {
+		for _, name := range names {
 			t := tools[name]
 			params := map[string]any{}
 			if json.Unmarshal(t.InputSchema, &params) != nil || len(params) == 0 {

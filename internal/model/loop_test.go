@@ -11,16 +11,34 @@ import (
 	"github.com/handoff-a2a/handoff/internal/model"
 )
 
-func newLoop(t testing.TB, m model.Completer, tools []model.Tool, c *caller, s *saver, cfg model.SkillConfig, opts ...model.Option) *model.Loop {
+// bound is a loop bound to one task's environment, as the executor will hold it.
+type bound struct {
+	*model.Loop
+	env model.Env
+}
+
+func (b bound) Start(ctx context.Context, input string) (*model.Conversation, error) {
+	return b.Loop.Start(ctx, b.env, input)
+}
+
+func (b bound) Run(ctx context.Context, c *model.Conversation, approval json.RawMessage) (model.Outcome, error) {
+	return b.Loop.Run(ctx, b.env, c, approval)
+}
+
+func (b bound) Reject(ctx context.Context, c *model.Conversation, reasons []string) error {
+	return b.Loop.Reject(ctx, b.env, c, reasons)
+}
+
+func newLoop(t testing.TB, m model.Completer, tools []model.Tool, c *caller, s *saver, cfg model.SkillConfig, opts ...model.Option) bound {
 	t.Helper()
 	if cfg.Instructions == "" {
 		cfg.Instructions = "You keep the team's notes."
 	}
-	l, err := model.NewLoop(m, catalog{"v1", tools}, c, s, cfg, opts...)
+	l, err := model.NewLoop(m, cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l
+	return bound{l, model.Env{Catalog: catalog{"v1", tools}, Caller: c, Saver: s}}
 }
 
 const addThenSay = `
@@ -310,5 +328,64 @@ func TestResumeAnswersACallWhoseOutcomeWasStoredAlone(t *testing.T) {
 	}
 	if len(c.got()) != 0 || !strings.Contains(out.Text, "stored") {
 		t.Fatalf("calls %v, text %q", c.got(), out.Text)
+	}
+}
+
+func TestKilledMidWriteIsResumedAsSuch(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		readOnly bool
+	}{{"write", false}, {"read", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, _ := startModel(t, addThenSay)
+			tools := slices.Clone(notesTools)
+			tools[0].ReadOnly = tc.readOnly
+			dies := &caller{answer: func(model.Call) (model.Observation, error) { return model.Observation{}, errors.New("killed") }}
+			s := &saver{}
+			cfg := model.SkillConfig{Tools: []string{"notes__*"}}
+			l := newLoop(t, client, tools, dies, s, cfg)
+			conv, _ := l.Start(t.Context(), "buy milk")
+			if _, err := l.Run(t.Context(), conv, nil); err == nil {
+				t.Fatal("the run went on past a dead call")
+			}
+			stored := s.load(t)
+			if started := len(stored.Calls) == 1 && stored.Calls[0].Started; started == tc.readOnly {
+				t.Fatalf("stored calls %+v: a write is saved as started before it runs, a read is not", stored.Calls)
+			}
+			c := &caller{}
+			if _, err := newLoop(t, client, tools, c, s, cfg).Run(t.Context(), stored, nil); err != nil {
+				t.Fatal(err)
+			}
+			got := c.got()
+			if len(got) != 1 || got[0].ID != dies.got()[0].ID || got[0].Resumed == tc.readOnly {
+				t.Fatalf("resumed calls %+v: want the same call id, Resumed only for the write", got)
+			}
+			if saved := s.load(t); saved.ToolCalls != 1 {
+				t.Errorf("tool calls %d, want 1 (a resumed call is not counted twice)", saved.ToolCalls)
+			}
+		})
+	}
+}
+
+func TestOneLoopServesCallersWithOtherEntitlements(t *testing.T) {
+	client, srv := startModel(t, `rules: [{say: hi}]`)
+	l, err := model.NewLoop(client, model.SkillConfig{Instructions: "x", Tools: []string{"*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same snapshot version, other tools: what each caller is entitled to.
+	for _, tools := range [][]model.Tool{notesTools, notesTools[:1]} {
+		env := model.Env{Catalog: catalog{"v1", tools}, Caller: &caller{}, Saver: &saver{}}
+		conv, err := l.Start(t.Context(), env, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Run(t.Context(), env, conv, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := srv.Requests()
+	if a, b := requestTools(t, reqs[0]), requestTools(t, reqs[1]); len(a) != 3 || !slices.Equal(b, []string{"notes__add"}) {
+		t.Fatalf("offered %v then %v: the second caller must see only its own tool", a, b)
 	}
 }

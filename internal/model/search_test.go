@@ -119,10 +119,11 @@ rules:
     say: done
 `)
 	cat := &growing{small: notesTools, big: append(manyTools(), notesTools...)}
-	l, err := model.NewLoop(client, cat, &caller{}, &saver{}, model.SkillConfig{Instructions: "x", Tools: []string{"notes__*", "inventory__*"}, SchemaBudgetTokens: 500})
+	ml, err := model.NewLoop(client, model.SkillConfig{Instructions: "x", Tools: []string{"notes__*", "inventory__*"}, SchemaBudgetTokens: 500})
 	if err != nil {
 		t.Fatal(err)
 	}
+	l := bound{ml, model.Env{Catalog: cat, Caller: &caller{}, Saver: &saver{}}}
 	conv, _ := l.Start(t.Context(), "go")
 	if _, err := l.Run(t.Context(), conv, nil); err != nil {
 		t.Fatal(err)
