@@ -2,7 +2,6 @@ package model
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -130,15 +129,6 @@ func wireMessages(ms []Message) []openai.ChatCompletionMessageParamUnion {
 		}
 	}
 	return out
-}
-
-// ParseReply decodes a Chat Completions response body the way [Client.Complete] reads it.
-func ParseReply(body []byte) (Reply, error) {
-	var res openai.ChatCompletion
-	if err := json.Unmarshal(body, &res); err != nil {
-		return Reply{}, fmt.Errorf("decode chat completion: %w", err)
-	}
-	return parseReply(&res)
 }
 
 // parseReply takes the first choice. Tool calls get ids that are present and unique within

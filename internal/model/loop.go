@@ -221,6 +221,9 @@ func (l *Loop) Run(ctx context.Context, env Env, c *Conversation, approval json.
 }
 
 func (l run) run(ctx context.Context, c *Conversation, approval json.RawMessage) (Outcome, error) {
+	if n := len(c.Messages); n > 0 && c.Messages[n-1].Role == RoleAssistant && len(c.Messages[n-1].ToolCalls) == 0 {
+		return l.final(c.Messages[n-1]) // stored before a restart: the answer stands
+	}
 	for {
 		snap, tools, err := l.resolve(ctx, c)
 		if err != nil {
@@ -242,12 +245,17 @@ func (l run) run(ctx context.Context, c *Conversation, approval json.RawMessage)
 			return Outcome{}, fmt.Errorf("save conversation: %w", err)
 		}
 		if len(reply.ToolCalls) == 0 {
-			if l.output != nil {
-				return Outcome{}, ErrNoResult
-			}
-			return Outcome{Status: StatusCompleted, Text: reply.Content}, nil
+			return l.final(c.Messages[len(c.Messages)-1])
 		}
 	}
+}
+
+// final is the ending of a model turn without tool calls.
+func (l run) final(m Message) (Outcome, error) {
+	if l.output != nil {
+		return Outcome{}, ErrNoResult
+	}
+	return Outcome{Status: StatusCompleted, Text: m.Content}, nil
 }
 
 // resolve reads the current snapshot and the visible set, recording both in c.

@@ -389,3 +389,22 @@ func TestOneLoopServesCallersWithOtherEntitlements(t *testing.T) {
 		t.Fatalf("offered %v then %v: the second caller must see only its own tool", a, b)
 	}
 }
+
+func TestResumeAfterTheAnswerAsksTheModelNothing(t *testing.T) {
+	client, srv := startModel(t, addThenSay)
+	s := &saver{}
+	l := newLoop(t, client, notesTools, &caller{}, s, model.SkillConfig{Tools: []string{"notes__*"}})
+	conv, _ := l.Start(t.Context(), "buy milk")
+	first, err := l.Run(t.Context(), conv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(srv.Requests())
+	again, err := l.Run(t.Context(), s.load(t), nil)
+	if err != nil || again.Status != first.Status || again.Text != first.Text {
+		t.Fatalf("resumed: %+v, %v; want %+v", again, err, first)
+	}
+	if len(srv.Requests()) != n {
+		t.Error("a resumed run of an answered conversation asked the model again")
+	}
+}

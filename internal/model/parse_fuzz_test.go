@@ -2,7 +2,10 @@ package model
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
+
+	"github.com/openai/openai-go/v3"
 )
 
 // FuzzParseResponse feeds arbitrary response bodies through the reply parser and every tool
@@ -24,7 +27,7 @@ func FuzzParseResponse(f *testing.F) {
 	}
 	l := &Loop{}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r, err := ParseReply(body)
+		r, err := parseBody(body)
 		if err != nil {
 			return
 		}
@@ -51,4 +54,14 @@ func FuzzParseResponse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// parseBody decodes a Chat Completions response body as [Client.Complete] reads it: the
+// library's decoding, then parseReply.
+func parseBody(body []byte) (Reply, error) {
+	var res openai.ChatCompletion
+	if err := json.Unmarshal(body, &res); err != nil {
+		return Reply{}, fmt.Errorf("decode chat completion: %w", err)
+	}
+	return parseReply(&res)
 }
