@@ -1,7 +1,7 @@
 // Command scriptedmodel is a deterministic OpenAI-compatible Chat Completions server for tests
 // and the demo: it answers by a script of rules (see package script) instead of a model.
 //
-//	go run ./examples/scriptedmodel --script demo.yaml --listen 127.0.0.1:0
+//	go run ./examples/scriptedmodel --script examples/scriptedmodel/notes.yaml --listen 127.0.0.1:0
 //
 // Its first stdout line is the base URL to configure (http://ADDR/v1).
 package main

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/handoff-a2a/handoff/examples/scriptedmodel/script"
 )
 
 // TestRunPrintsItsURLFirst runs the command in-process and talks to the URL it prints.
@@ -51,5 +53,11 @@ func TestRunPrintsItsURLFirst(t *testing.T) {
 func TestRunNeedsAScript(t *testing.T) {
 	if err := run(t.Context(), nil, io.Discard); err == nil || !strings.Contains(err.Error(), "--script") {
 		t.Fatalf("run: %v", err)
+	}
+}
+
+func TestTheSampleScriptParses(t *testing.T) {
+	if _, err := script.Load("notes.yaml"); err != nil {
+		t.Fatal(err)
 	}
 }
