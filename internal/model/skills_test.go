@@ -147,3 +147,81 @@ func TestTextInsteadOfSubmitResultFails(t *testing.T) {
 		t.Fatalf("Run: %v, want ErrNoResult", err)
 	}
 }
+
+func TestCallsAfterSubmitResultInOneTurnAreNotRun(t *testing.T) {
+	client, _ := startModel(t, `
+rules:
+  - when: {last: user}
+    calls:
+      - {tool: notes__add, arguments: {text: before}}
+      - {tool: submit_result, arguments: {amount: 1, currency: EUR}}
+      - {tool: notes__add, arguments: {text: after}}
+  - when: {last: tool, after: submit_result}
+    calls: [{tool: submit_result, arguments: {amount: 2, currency: EUR}}]
+`)
+	c, s := &caller{}, &saver{}
+	l := newLoop(t, client, notesTools, c, s, model.SkillConfig{Tools: []string{"notes__*"}}, model.WithOutputSchema(json.RawMessage(invoiceSchema)))
+	conv, _ := l.Start(t.Context(), "invoice")
+	out, err := l.Run(t.Context(), conv, nil)
+	if err != nil || out.Status != model.StatusSubmitted {
+		t.Fatalf("Run: %+v, %v", out, err)
+	}
+	if got := c.got(); len(got) != 1 || string(got[0].Arguments) != `{"text":"before"}` {
+		t.Fatalf("calls %+v, want only the one before submit_result", got)
+	}
+	if err := l.Reject(t.Context(), conv, []string{"too small"}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = l.Run(t.Context(), conv, nil); err != nil || string(out.Result) != `{"amount":2,"currency":"EUR"}` {
+		t.Fatalf("Run: %+v, %v", out, err)
+	}
+	// The last submit_result waits for the gate; every other call has its one result.
+	saved := s.load(t)
+	tm := toolMessages(saved)
+	for _, m := range saved.Messages {
+		for _, tc := range m.ToolCalls {
+			want := 1
+			if tc.ID == saved.ResultCall {
+				want = 0
+			}
+			if len(tm[tc.ID]) != want {
+				t.Errorf("call %s (%s) has %d tool messages, want %d", tc.ID, tc.Name, len(tm[tc.ID]), want)
+			}
+		}
+	}
+	notRun := 0
+	for _, r := range saved.Calls {
+		if r.Outcome != nil && r.Outcome.ErrorClass == model.ClassNotRun {
+			notRun++
+		}
+	}
+	if notRun != 1 {
+		t.Errorf("%d calls not run, want 1", notRun)
+	}
+}
+
+func TestLargeResultsAreTruncatedWithTheirReference(t *testing.T) {
+	client, _ := startModel(t, addThenSay)
+	big, _ := json.Marshal(strings.Repeat("x", 10000))
+	c := &caller{answer: func(model.Call) (model.Observation, error) {
+		return model.Observation{Status: model.StatusSuccess, Output: big, ArtifactRef: "artifact://results/1"}, nil
+	}}
+	s := &saver{}
+	l := newLoop(t, client, notesTools, c, s, model.SkillConfig{Tools: []string{"notes__*"}}, model.WithObservationLimit(512))
+	conv, _ := l.Start(t.Context(), "x")
+	if _, err := l.Run(t.Context(), conv, nil); err != nil {
+		t.Fatal(err)
+	}
+	saved := s.load(t)
+	for _, m := range saved.Messages {
+		if m.Role != model.RoleTool {
+			continue
+		}
+		if len(m.Content) > 512 || !strings.Contains(m.Content, `"truncated":true`) || !strings.Contains(m.Content, "artifact://results/1") {
+			t.Errorf("tool message of %d bytes: %.120s", len(m.Content), m.Content)
+		}
+	}
+	if o := saved.Calls[0].Outcome; o == nil || !o.Truncated || len(o.Output) > 512 {
+		t.Errorf("stored outcome %+v: the conversation keeps the normalised observation, not the payload", o)
+	}
+}
