@@ -26,7 +26,7 @@ func (c httpCaller) Call(ctx context.Context, call model.Call) (model.Observatio
 	if err != nil {
 		return model.Observation{}, err
 	}
-	return model.Observation{Status: model.StatusSuccess, Output: out}, nil
+	return model.Observation{Status: model.ObservationSuccess, Output: out}, nil
 }
 
 func postTool(ctx context.Context, hc *http.Client, url string, args []byte) (json.RawMessage, error) {

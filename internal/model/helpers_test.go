@@ -50,7 +50,7 @@ func (c *caller) Call(_ context.Context, call model.Call) (model.Observation, er
 	if c.answer != nil {
 		return c.answer(call)
 	}
-	return model.Observation{Status: model.StatusSuccess, Output: call.Arguments}, nil
+	return model.Observation{Status: model.ObservationSuccess, Output: call.Arguments}, nil
 }
 
 func (c *caller) got() []model.Call {

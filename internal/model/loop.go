@@ -330,7 +330,7 @@ func (l run) answer(ctx context.Context, c *Conversation, tc ToolCall, tools map
 		}
 		out, _ := json.Marshal(Search(vis, a.Query))
 		l.progress(fmt.Sprintf("searching tools for %q", cutUTF8(a.Query, 80)))
-		return Outcome{}, false, l.reply(ctx, c, tc.ID, tc.Name, Observation{Status: StatusSuccess, Output: out})
+		return Outcome{}, false, l.reply(ctx, c, tc.ID, tc.Name, Observation{Status: ObservationSuccess, Output: out})
 	case tc.Name == NameCallTool && c.Mode == ModeSearch:
 		var a struct {
 			Name      string          `json:"name"`
@@ -357,7 +357,7 @@ func (l run) answer(ctx context.Context, c *Conversation, tc ToolCall, tools map
 				}
 				out, _ := json.Marshal(s.Body)
 				l.progress("activating skill " + s.Name)
-				return Outcome{}, false, l.reply(ctx, c, tc.ID, tc.Name, Observation{Status: StatusSuccess, Output: out})
+				return Outcome{}, false, l.reply(ctx, c, tc.ID, tc.Name, Observation{Status: ObservationSuccess, Output: out})
 			}
 		}
 		return Outcome{}, false, l.reply(ctx, c, tc.ID, tc.Name, refusal(ClassValidationFailed, fmt.Sprintf("no skill named %q", a.Name)))
@@ -435,7 +435,7 @@ func (l run) callTool(ctx context.Context, c *Conversation, tc ToolCall, tools m
 	if c.Pending != nil && c.Pending.CallID == tc.ID {
 		c.Pending = nil
 	}
-	if obs.Status != StatusSuccess {
+	if obs.Status != ObservationSuccess {
 		l.progress(fmt.Sprintf("%s ended %s", tc.Name, obs.ErrorClass))
 	}
 	return Outcome{}, false, l.reply(ctx, c, tc.ID, tc.Name, obs)
@@ -487,7 +487,7 @@ func (l *Loop) Reject(ctx context.Context, env Env, c *Conversation, reasons []s
 	c.Rejections++
 	out, _ := json.Marshal(map[string]any{"reasons": reasons})
 	l.progress("result rejected by the output gate")
-	return run{l, env}.reply(ctx, c, id, NameSubmitResult, Observation{Status: StatusError, ErrorClass: "rejected", Error: "the result was not accepted; fix it and call submit_result again", Output: out})
+	return run{l, env}.reply(ctx, c, id, NameSubmitResult, Observation{Status: ObservationError, ErrorClass: "rejected", Error: "the result was not accepted; fix it and call submit_result again", Output: out})
 }
 
 // toolDefs is what the model is offered in mode, cached per snapshot version.

@@ -5,10 +5,10 @@ import (
 	"unicode/utf8"
 )
 
-// Observation statuses.
+// An Observation's Status: the call ended well, or not (ErrorClass says how).
 const (
-	StatusSuccess = "success"
-	StatusError   = "error"
+	ObservationSuccess = "success"
+	ObservationError   = "error"
 )
 
 // Error classes the loop itself gives; the caller's pipeline adds its own (permission_denied,
@@ -35,7 +35,7 @@ type Observation struct {
 
 // refusal is the loop's own error observation.
 func refusal(class, msg string) Observation {
-	return Observation{Status: StatusError, ErrorClass: class, Error: msg}
+	return Observation{Status: ObservationError, ErrorClass: class, Error: msg}
 }
 
 // DefaultObservationLimit bounds a rendered observation, in bytes.

@@ -13,10 +13,10 @@ func TestNormaliseTruncates(t *testing.T) {
 		name string
 		o    Observation
 	}{
-		{"small", Observation{Status: StatusSuccess, Output: json.RawMessage(`{"a":1}`)}},
-		{"big output", Observation{Status: StatusSuccess, Output: big, ArtifactRef: "artifact://x"}},
-		{"big error", Observation{Status: StatusError, ErrorClass: "tool_error", Error: strings.Repeat("\"quoted\" ", 2000)}},
-		{"invalid output", Observation{Status: StatusSuccess, Output: json.RawMessage(`not json`)}},
+		{"small", Observation{Status: ObservationSuccess, Output: json.RawMessage(`{"a":1}`)}},
+		{"big output", Observation{Status: ObservationSuccess, Output: big, ArtifactRef: "artifact://x"}},
+		{"big error", Observation{Status: ObservationError, ErrorClass: "tool_error", Error: strings.Repeat("\"quoted\" ", 2000)}},
+		{"invalid output", Observation{Status: ObservationSuccess, Output: json.RawMessage(`not json`)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const limit = 1024

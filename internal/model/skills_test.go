@@ -204,7 +204,7 @@ func TestLargeResultsAreTruncatedWithTheirReference(t *testing.T) {
 	client, _ := startModel(t, addThenSay)
 	big, _ := json.Marshal(strings.Repeat("x", 10000))
 	c := &caller{answer: func(model.Call) (model.Observation, error) {
-		return model.Observation{Status: model.StatusSuccess, Output: big, ArtifactRef: "artifact://results/1"}, nil
+		return model.Observation{Status: model.ObservationSuccess, Output: big, ArtifactRef: "artifact://results/1"}, nil
 	}}
 	s := &saver{}
 	l := newLoop(t, client, notesTools, c, s, model.SkillConfig{Tools: []string{"notes__*"}}, model.WithObservationLimit(512))
