@@ -38,7 +38,7 @@ func TestPackagesHaveDocs(t *testing.T) {
 func TestImportsGoDownward(t *testing.T) {
 	const mod = "github.com/handoff-a2a/handoff"
 	forbidden := map[string][]string{
-		mod + "/tasks":      {mod, mod + "/push", mod + "/mcp", mod + "/delegation", mod + "/acceptance", mod + "/agentcard", mod + "/cmd/handoff"},
+		mod + "/tasks":      {mod, mod + "/push", mod + "/mcp", mod + "/delegation", mod + "/acceptance", mod + "/agentcard", mod + "/cmd/handoff", mod + "/internal/a2ahttp"},
 		mod + "/agentcard":  {mod, mod + "/push", mod + "/mcp", mod + "/delegation", mod + "/acceptance", mod + "/tasks", mod + "/cmd/handoff"},
 		mod + "/artifacts":  {mod, mod + "/push", mod + "/mcp", mod + "/delegation", mod + "/acceptance", mod + "/cmd/handoff"},
 		mod + "/push":       {mod, mod + "/mcp", mod + "/delegation", mod + "/acceptance", mod + "/cmd/handoff"},
@@ -136,6 +136,56 @@ func TestStoresImportNothingAbove(t *testing.T) {
 			}
 			if bad {
 				t.Errorf("%s depends on %s: a store imports nothing above the engine", pkg, dep)
+			}
+		}
+	}
+}
+
+// TestFaceAndLoopImportDownward: the A2A HTTP face (internal/a2ahttp) serves
+// the engine and knows nothing of what runs tasks, stores them or calls out;
+// the model loop (internal/model) declares what it calls and depends on
+// none of the packages that implement it (DESIGN.md).
+func TestFaceAndLoopImportDownward(t *testing.T) {
+	const mod = "github.com/handoff-a2a/handoff"
+	common := []string{mod + "/cmd", mod + "/examples", mod + "/e2e", mod + "/internal/skill", mod + "/push",
+		mod + "/mcp", mod + "/delegation", mod + "/acceptance", mod + "/tasks/boltstore", mod + "/tasks/redisstore",
+		"go.etcd.io/bbolt", "github.com/redis/go-redis"}
+	rules := map[string][]string{
+		mod + "/internal/a2ahttp": append([]string{mod + "/agentcard", mod + "/artifacts", mod + "/internal/tck",
+			mod + "/internal/bench", mod + "/internal/a2aconnect", mod + "/internal/model"}, common...),
+		mod + "/internal/model": append([]string{mod + "/tasks", mod + "/internal/a2ahttp", mod + "/agentcard"}, common...),
+	}
+	for pkg, bad := range rules {
+		deps, ok := depsOf(t, pkg)[pkg]
+		if !ok {
+			t.Fatalf("go list found no package %s", pkg)
+		}
+		for _, dep := range deps {
+			if dep == mod {
+				t.Errorf("%s depends on the root package", pkg)
+			}
+			for _, b := range bad {
+				if within(dep, b) {
+					t.Errorf("%s depends on %s: it imports downward only (DESIGN.md)", pkg, dep)
+				}
+			}
+		}
+	}
+}
+
+// TestRootHoldsNoHTTPDecoding: the root package composes; decoding A2A
+// requests and encoding their answers is the HTTP face's job, so the root
+// imports none of the codecs the face uses.
+func TestRootHoldsNoHTTPDecoding(t *testing.T) {
+	const mod = "github.com/handoff-a2a/handoff"
+	p, ok := listPackages(t)[mod]
+	if !ok {
+		t.Fatal("go list found no root package")
+	}
+	for _, imp := range strings.Fields(p[1]) {
+		for _, b := range []string{mod + "/internal/rest03", mod + "/internal/a2ajson", "github.com/a2aproject/a2a-go/v2/log"} {
+			if imp == b {
+				t.Errorf("the root package imports %s: HTTP decoding belongs to internal/a2ahttp", imp)
 			}
 		}
 	}
