@@ -52,10 +52,15 @@ func newSkillRouter(c *Config, t *tools, d *delegating, goExecs map[string]a2asr
 	return r
 }
 
-// delegateSpec is a delegate skill's config with its defaults applied.
+// delegateSpec is a delegate skill's config with its defaults applied. An
+// extended card's skill may have no delegate section (validate checks only
+// the public card's skills): it gets the defaults and no peer skill.
 func delegateSpec(cfg *DelegateConfig) skill.DelegateSpec {
-	spec := skill.DelegateSpec{Skill: cfg.Skill, Tags: cfg.Tags, Scopes: cfg.Scopes,
-		Timeout: defaultDelegationTimeout, Reverify: defaultReverify, BlobThreshold: defaultBlobThreshold}
+	spec := skill.DelegateSpec{Timeout: defaultDelegationTimeout, Reverify: defaultReverify, BlobThreshold: defaultBlobThreshold}
+	if cfg == nil {
+		return spec
+	}
+	spec.Skill, spec.Tags, spec.Scopes = cfg.Skill, cfg.Tags, cfg.Scopes
 	if cfg.Timeout != nil {
 		spec.Timeout = cfg.Timeout.Duration
 	}
