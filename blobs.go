@@ -14,6 +14,7 @@ import (
 	"github.com/handoff-a2a/handoff/artifacts"
 	"github.com/handoff-a2a/handoff/internal/a2ahttp"
 	"github.com/handoff-a2a/handoff/internal/auth"
+	"github.com/handoff-a2a/handoff/internal/skill"
 	"github.com/handoff-a2a/handoff/tasks"
 )
 
@@ -102,8 +103,19 @@ func (a *Agent) blob(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// blobURL is where a blob of task is served under base; the tenant, when
+// the task has one, travels as a query parameter, as the task's other
+// reads name it in their path. blobPart finds the part by this URL.
+func blobURL(base string, task a2a.TaskID, tenant, digest string) string {
+	u := strings.TrimSuffix(base, "/") + blobsPath + url.PathEscape(string(task)) + "/" + digest
+	if tenant != "" {
+		u += "?tenant=" + url.QueryEscape(tenant)
+	}
+	return u
+}
+
 // blobPart returns the part of the task's artifacts that this agent wrote
-// for the blob digest (its blobKey metadata names the digest and its URL
+// for the blob digest (its skill.BlobKey metadata names the digest and its URL
 // the task), or nil.
 func blobPart(t *a2a.Task, id a2a.TaskID, digest string) *a2a.Part {
 	suffix := blobsPath + url.PathEscape(string(id)) + "/" + digest
@@ -116,7 +128,7 @@ func blobPart(t *a2a.Task, id a2a.TaskID, digest string) *a2a.Part {
 				continue
 			}
 			u, ok := p.Content.(a2a.URL)
-			meta, _ := p.Metadata[blobKey].(map[string]any)
+			meta, _ := p.Metadata[skill.BlobKey].(map[string]any)
 			if !ok || meta == nil || meta["digest"] != digest {
 				continue
 			}

@@ -313,3 +313,17 @@ skills: [{id: pay, name: Pay, executor: delegate, delegate: {skill: scan, contra
 		t.Fatalf("resumed task: %s %s, want the peer's own failure", state(got), st)
 	}
 }
+
+// messageText joins the text parts of m; "" for nil.
+func messageText(m *a2a.Message) string {
+	if m == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range m.Parts {
+		if p != nil {
+			b.WriteString(p.Text())
+		}
+	}
+	return b.String()
+}

@@ -1,173 +1,74 @@
 package handoff
 
 import (
-	"context"
-	"iter"
 	"time"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
+	"github.com/handoff-a2a/handoff/internal/skill"
 	"github.com/handoff-a2a/handoff/internal/tck"
-	"github.com/handoff-a2a/handoff/tasks"
 )
 
 // SkillMetadataKey is the message metadata key a client may set to the id of
 // the skill it wants; without it the agent's first skill answers.
-const SkillMetadataKey = "handoff/skill"
+const SkillMetadataKey = skill.MetadataKey
 
-// skillRouter is the engine's one executor: it hands each task to the
-// executor of the skill the message names.
-type skillRouter struct {
-	bySkill map[string]a2asrv.AgentExecutor
-	first   string // the default skill's id
-}
-
-var (
-	_ a2asrv.AgentExecutor = (*skillRouter)(nil)
-	_ tasks.Resumer        = (*skillRouter)(nil)
-	_ tasks.QuietBound     = (*skillRouter)(nil)
-	_ tasks.Redactor       = (*skillRouter)(nil)
-	_ tasks.ApprovalReader = (*skillRouter)(nil)
+// The defaults of a delegate skill's config (see [DelegateConfig]).
+const (
+	defaultDelegationTimeout = 5 * time.Minute
+	defaultReverify          = 2
+	defaultBlobThreshold     = 64 << 10
 )
 
-func newSkillRouter(c *Config, t *tools, d *delegating, goExecs map[string]a2asrv.AgentExecutor) *skillRouter {
-	r := &skillRouter{bySkill: make(map[string]a2asrv.AgentExecutor)}
-	delegates := map[string]*DelegateConfig{}
+// newSkillRouter builds the engine's executor: each of the config's skills
+// with the executor it names. t is nil without MCP servers, d without
+// delegate skills; goExecs are the program's own (WithExecutor).
+func newSkillRouter(c *Config, t *tools, d *delegating, goExecs map[string]a2asrv.AgentExecutor) *skill.Router {
+	var out *skill.Outbound
+	if d != nil {
+		out = d.out
+	}
+	delegates := map[string]skill.DelegateSpec{}
 	for _, s := range allSkills(c) {
 		if s.Executor == "delegate" {
-			delegates[s.ID] = s.Delegate
+			delegates[s.ID] = delegateSpec(s.Delegate)
 		}
 	}
+	r := skill.NewRouter()
 	for _, s := range allSkills(c) {
 		var x a2asrv.AgentExecutor
 		switch s.Executor {
 		case "tck":
 			x = tck.New()
 		case "mcp":
-			x = newToolSkill(s.Tool, t.pipeline, t.manager)
+			x = skill.NewTool(s.Tool, *t.governed())
 		case "delegate":
-			x = &delegateSkill{id: s.ID, cfg: s.Delegate, d: d}
+			x = skill.NewDelegate(s.ID, delegates[s.ID], out)
 		case "go":
-			x = &goSkill{x: goExecs[s.ID], tools: t, d: d, delegates: delegates}
+			x = skill.NewProgram(goExecs[s.ID], t.governed(), out, delegates)
 		}
-		r.bySkill[s.ID] = x
-		if r.first == "" {
-			r.first = s.ID
-		}
+		r.Add(s.ID, x)
 	}
 	return r
 }
 
-// pick chooses by the skill a task was started with (kept in its metadata),
-// then by the message's skill metadata, then the first skill.
-func (r *skillRouter) pick(ec *a2asrv.ExecutorContext) (string, a2asrv.AgentExecutor, error) {
-	var id string
-	if ec.StoredTask != nil {
-		id, _ = ec.StoredTask.Metadata[SkillMetadataKey].(string)
+// delegateSpec is a delegate skill's config with its defaults applied. An
+// extended card's skill may have no delegate section (validate checks only
+// the public card's skills): it gets the defaults and no peer skill.
+func delegateSpec(cfg *DelegateConfig) skill.DelegateSpec {
+	spec := skill.DelegateSpec{Timeout: defaultDelegationTimeout, Reverify: defaultReverify, BlobThreshold: defaultBlobThreshold}
+	if cfg == nil {
+		return spec
 	}
-	if id == "" && ec.Message != nil {
-		id, _ = ec.Message.Metadata[SkillMetadataKey].(string)
+	spec.Skill, spec.Tags, spec.Scopes = cfg.Skill, cfg.Tags, cfg.Scopes
+	if cfg.Timeout != nil {
+		spec.Timeout = cfg.Timeout.Duration
 	}
-	if id == "" {
-		id = r.first
+	if cfg.Reverify != nil {
+		spec.Reverify = *cfg.Reverify
 	}
-	x, ok := r.bySkill[id]
-	if !ok {
-		return "", nil, a2a.NewError(a2a.ErrInvalidParams, "this agent has no skill "+id)
+	if cfg.BlobThreshold != nil {
+		spec.BlobThreshold = *cfg.BlobThreshold
 	}
-	return id, x, nil
-}
-
-// Execute implements [a2asrv.AgentExecutor]. A new task records its skill in
-// its metadata, so that later messages on it reach the same skill.
-func (r *skillRouter) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	id, x, err := r.pick(ec)
-	if err != nil {
-		return func(yield func(a2a.Event, error) bool) { yield(nil, err) }
-	}
-	if ec.StoredTask != nil {
-		return x.Execute(ctx, ec)
-	}
-	return func(yield func(a2a.Event, error) bool) {
-		for ev, err := range x.Execute(ctx, ec) {
-			if t, ok := ev.(*a2a.Task); ok && err == nil {
-				t.SetMeta(SkillMetadataKey, id)
-			}
-			if !yield(ev, err) {
-				return
-			}
-		}
-	}
-}
-
-// Redact implements [tasks.Redactor] by the skill the message goes to.
-func (r *skillRouter) Redact(ctx context.Context, ec *a2asrv.ExecutorContext) (*a2a.Message, error) {
-	_, x, err := r.pick(ec)
-	if err != nil {
-		return ec.Message, nil // Execute refuses the message, with this error
-	}
-	if rd, ok := x.(tasks.Redactor); ok {
-		return rd.Redact(ctx, ec)
-	}
-	return ec.Message, nil
-}
-
-// Approval implements [tasks.ApprovalReader] by the skill the task was
-// started with; a skill that takes no approvals has none.
-func (r *skillRouter) Approval(ctx context.Context, ec *a2asrv.ExecutorContext) *a2a.Message {
-	_, x, err := r.pick(ec)
-	if err != nil {
-		return nil
-	}
-	if ar, ok := x.(tasks.ApprovalReader); ok {
-		return ar.Approval(ctx, ec)
-	}
-	return nil
-}
-
-// QuietFor implements [tasks.QuietBound] by the skill the message goes to.
-func (r *skillRouter) QuietFor(ec *a2asrv.ExecutorContext) time.Duration {
-	_, x, err := r.pick(ec)
-	if err != nil {
-		return 0
-	}
-	if q, ok := x.(tasks.QuietBound); ok {
-		return q.QuietFor(ec)
-	}
-	return 0
-}
-
-// Cancel implements [a2asrv.AgentExecutor].
-func (r *skillRouter) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	_, x, err := r.pick(ec)
-	if err != nil {
-		return func(yield func(a2a.Event, error) bool) { yield(nil, err) }
-	}
-	return x.Cancel(ctx, ec)
-}
-
-// resumer returns the executor of the skill a task was started with when
-// that executor can take up its unfinished tasks after a restart.
-func (r *skillRouter) resumer(task *a2a.Task) (tasks.Resumer, bool) {
-	id, _ := task.Metadata[SkillMetadataKey].(string)
-	x, ok := r.bySkill[id].(tasks.Resumer)
-	return x, ok
-}
-
-// CanResume implements [tasks.Resumer] for the skills that can resume.
-func (r *skillRouter) CanResume(task *a2a.Task) bool {
-	x, ok := r.resumer(task)
-	return ok && x.CanResume(task)
-}
-
-// Resume implements [tasks.Resumer], by the skill stored with the task.
-func (r *skillRouter) Resume(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	x, ok := r.resumer(ec.StoredTask)
-	if !ok {
-		return func(yield func(a2a.Event, error) bool) {
-			yield(nil, a2a.NewError(a2a.ErrInternalError, "the task's skill cannot resume"))
-		}
-	}
-	return x.Resume(ctx, ec)
+	return spec
 }

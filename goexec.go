@@ -4,18 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/handoff-a2a/handoff/acceptance"
+	"github.com/handoff-a2a/handoff/internal/skill"
 	"github.com/handoff-a2a/handoff/mcp"
-	"github.com/handoff-a2a/handoff/tasks"
 )
 
 // WithExecutor runs the skill skillID, declared with `executor: go` in the
@@ -64,119 +61,15 @@ func allSkills(c *Config) []SkillConfig {
 	return all
 }
 
-// goSkill runs a program's own executor, giving it the governed tool
-// pipeline through its context (see [Tools]).
-type goSkill struct {
-	x         a2asrv.AgentExecutor
-	tools     *tools                     // nil without mcp_servers
-	d         *delegating                // nil without peers
-	delegates map[string]*DelegateConfig // the agent's delegate skills, by id
-}
-
-var (
-	_ a2asrv.AgentExecutor = (*goSkill)(nil)
-	_ tasks.ApprovalReader = (*goSkill)(nil)
-	_ tasks.QuietBound     = (*goSkill)(nil)
-)
-
-// Execute implements [a2asrv.AgentExecutor]: it runs the program's
-// executor with a [ToolSet] in its context, and turns a call that needs an
-// approval (an error wrapping [ErrApprovalRequired], from [ToolSet.Call])
-// into an input-required status carrying the approval request, as a `tool`
-// skill does. The approver's answer runs Execute again, with the task
-// stored; the same call then goes through.
-func (g *goSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		ts := &ToolSet{ec: ec, approval: approvalFrom(ec)}
-		if g.tools != nil {
-			ts.pipeline, ts.manager = g.tools.pipeline, g.tools.manager
-		}
-		started := ec.StoredTask != nil
-		caps := &taskCaps{tools: ts, ec: ec, d: g.d, delegates: g.delegates}
-		// A delegation's progress and records go into this task's log, in
-		// order with the executor's own events (same goroutine).
-		caps.emit = func(ev a2a.Event, err error) bool {
-			if !started {
-				started = true
-				if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
-					return false
-				}
-			}
-			return yield(ev, err)
-		}
-		for ev, err := range g.x.Execute(withCaps(ctx, caps), ec) {
-			if caps.stopped {
-				return
-			}
-			var wait *ApprovalRequiredError
-			if errors.As(err, &wait) {
-				if !started && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
-					return
-				}
-				yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, approvalRequestMessage(ec, wait.Request)), nil)
-				return
-			}
-			if err == nil && ev != nil {
-				started = true
-			}
-			if !yield(ev, err) {
-				return
-			}
-		}
-	}
-}
-
-// QuietFor implements [tasks.QuietBound]: a Go executor may wait on a
-// delegation ([Delegate]) as long as the agent's longest delegate skill may.
-func (g *goSkill) QuietFor(*a2asrv.ExecutorContext) time.Duration {
-	var d time.Duration
-	for _, cfg := range g.delegates {
-		d = max(d, delegationTimeout(cfg)+quietMargin)
-	}
-	return d
-}
-
-// Cancel implements [a2asrv.AgentExecutor] by the program's executor.
-func (g *goSkill) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return g.x.Cancel(ctx, ec)
-}
-
-// Approval implements [tasks.ApprovalReader]: an approver's answer to a
-// call the program's executor made through [Tools].
-func (g *goSkill) Approval(_ context.Context, ec *a2asrv.ExecutorContext) *a2a.Message {
-	return approvalDecision(ec)
-}
-
-// capsKey carries a task's capabilities to the Go executor running it.
-type capsKey struct{}
-
-// taskCaps are what one execution of a Go executor may use: the governed
-// tools and the delegations.
-type taskCaps struct {
-	tools     *ToolSet
-	ec        *a2asrv.ExecutorContext
-	d         *delegating                // nil without peers
-	delegates map[string]*DelegateConfig // the agent's delegate skills, by id
-	emit      func(a2a.Event, error) bool
-	stopped   bool // emit returned false: the task's consumer is gone
-	sent      int  // delegations made in this execution, for their keys
-}
-
-// withCaps gives a Go executor its task's capabilities: request-scoped
-// data, what the task was given, not control flow.
-func withCaps(ctx context.Context, c *taskCaps) context.Context {
-	return context.WithValue(ctx, capsKey{}, c)
-}
-
 // ErrApprovalRequired is wrapped by the error [ToolSet.Call] returns for a
 // call the agent's policy sends to an approver. An executor yields it (or
 // an error wrapping it) and stops: the task waits input-required with the
 // approval request, and Execute runs again once an approver answers.
-var ErrApprovalRequired = errors.New("the call needs an approval")
+var ErrApprovalRequired = skill.ErrApprovalRequired
 
 // ErrNoTools is returned by a [ToolSet] outside a Go executor's Execute, or
 // in an agent without MCP servers.
-var ErrNoTools = errors.New("no governed tools here: Tools is for the Execute of a skill with executor: go, in an agent with mcp_servers")
+var ErrNoTools = skill.ErrNoTools
 
 // ApprovalRequiredError is the error [ToolSet.Call] returns for a call that
 // needs an approval; it wraps [ErrApprovalRequired].
@@ -185,11 +78,15 @@ type ApprovalRequiredError struct {
 	Request *mcp.ApprovalRequest
 }
 
-func (e *ApprovalRequiredError) Error() string {
-	return fmt.Sprintf("tool %s: %s", e.Request.Tool, ErrApprovalRequired)
-}
+func (e *ApprovalRequiredError) Error() string { return e.unwrapped().Error() }
 
-func (e *ApprovalRequiredError) Unwrap() error { return ErrApprovalRequired }
+// Unwrap reaches [ErrApprovalRequired], through the error the Go executor's
+// runner turns into the task's input-required status with e.Request.
+func (e *ApprovalRequiredError) Unwrap() error { return e.unwrapped() }
+
+func (e *ApprovalRequiredError) unwrapped() *skill.ApprovalRequiredError {
+	return &skill.ApprovalRequiredError{Request: e.Request}
+}
 
 // ToolSet is the agent's MCP catalog as one task of a Go executor sees it.
 // Every call goes through the governed pipeline: the snapshot check, the
@@ -197,30 +94,19 @@ func (e *ApprovalRequiredError) Unwrap() error { return ErrApprovalRequired }
 // approval where the policy asks for one, the deadline, normalisation and
 // the audit record.
 type ToolSet struct {
-	ec       *a2asrv.ExecutorContext
-	pipeline *mcp.Pipeline
-	manager  *mcp.Manager
-	approval *mcp.Approval // the approver's answer this execution carries, if any
+	caps *skill.Caps // nil outside a Go executor's Execute
 }
 
 // Tools returns the governed tools of the task a Go executor runs (see
 // [WithExecutor]). Outside such an Execute, its methods fail with
 // [ErrNoTools].
 func Tools(ctx context.Context) *ToolSet {
-	if c, ok := ctx.Value(capsKey{}).(*taskCaps); ok {
-		return c.tools
-	}
-	return &ToolSet{}
+	return &ToolSet{caps: skill.CapsFrom(ctx)}
 }
 
 // Snapshot returns the catalog the task's calls are planned against, or nil
 // without MCP servers.
-func (t *ToolSet) Snapshot() *mcp.Snapshot {
-	if t.manager == nil {
-		return nil
-	}
-	return t.manager.Snapshot()
-}
+func (t *ToolSet) Snapshot() *mcp.Snapshot { return t.caps.Snapshot() }
 
 // ToolResult is the normalised outcome of one governed call.
 type ToolResult struct {
@@ -242,43 +128,20 @@ type ToolResult struct {
 // [ErrApprovalRequired]: yield it and stop) or a ToolSet outside a Go
 // executor ([ErrNoTools]).
 func (t *ToolSet) Call(ctx context.Context, tool string, args map[string]any) (*ToolResult, error) {
-	if t.pipeline == nil || t.ec == nil {
-		return nil, ErrNoTools
+	res, err := t.caps.Call(ctx, tool, args)
+	var wait *skill.ApprovalRequiredError
+	if errors.As(err, &wait) {
+		return nil, &ApprovalRequiredError{Request: wait.Request}
 	}
-	snap := waitForTool(ctx, t.manager, tool)
-	prop := mcp.Proposal{TaskID: string(t.ec.TaskID), Principal: principalOf(t.ec), Tool: tool, Arguments: args}
-	if snap != nil {
-		prop.SnapshotVersion = snap.Version
+	if err != nil {
+		return nil, err
 	}
-	var approval *mcp.Approval
-	if t.approval != nil && t.approval.Tool == tool {
-		approval = t.approval
-	}
-	res := t.pipeline.Run(ctx, prop, approval)
-	if res.Outcome == mcp.OutcomeApprovalRequired && res.Approval != nil {
-		return nil, &ApprovalRequiredError{Request: res.Approval}
-	}
-	scrub := res.Scrub
-	if scrub == nil {
-		scrub = func(s string) string { return s }
-	}
-	out := &ToolResult{Outcome: res.Outcome, Err: res.Err, Text: scrub(textOf(res.Content))}
-	if res.StructuredContent != nil {
-		out.StructuredContent = scrubValue(res.StructuredContent, scrub)
-	}
-	if res.Outcome != mcp.OutcomeSuccess && out.Err == nil {
-		out.Err = fmt.Errorf("tool %s ended %s", tool, res.Outcome)
-	}
-	return out, nil
+	return &ToolResult{Outcome: res.Outcome, StructuredContent: res.StructuredContent, Text: res.Text, Err: res.Err}, nil
 }
 
 // ErrNoDelegation is returned by [Delegate] outside a Go executor's
 // Execute, or in an agent without peers.
-var ErrNoDelegation = errors.New("no delegation here: Delegate is for the Execute of a skill with executor: go, in an agent with peers")
-
-// delegationKeySep joins a task's id and a Go executor's delegation in the
-// delegation's id (TASK#SKILL-N).
-const delegationKeySep = "#"
+var ErrNoDelegation = skill.ErrNoDelegation
 
 // Delegation is what [Delegate] returns: the acceptance gate's decision on
 // the peer's completion and, when it committed, the evidence.
@@ -300,7 +163,7 @@ type Delegation struct {
 }
 
 // Delegate hands message to a verified peer through the agent's delegate
-// skill skill (its peer skill, contract, timeout and scopes), from inside a
+// skill skillID (its peer skill, contract, timeout and scopes), from inside a
 // Go executor's Execute: the envelope, the follow of the peer's task and
 // the acceptance gate, as for a delegate skill of its own. The peer's
 // progress and the delegation's records are stored in the executor's task
@@ -310,63 +173,10 @@ type Delegation struct {
 // reaches the peer's task it already started, and the ledger holds one
 // entry per delegation. The error is for a Delegate outside a Go executor
 // ([ErrNoDelegation]), an unknown skill, or a task whose consumer left.
-func Delegate(ctx context.Context, skill string, message *a2a.Message) (*Delegation, error) {
-	c, ok := ctx.Value(capsKey{}).(*taskCaps)
-	if !ok || c.d == nil {
-		return nil, ErrNoDelegation
+func Delegate(ctx context.Context, skillID string, message *a2a.Message) (*Delegation, error) {
+	d, err := skill.CapsFrom(ctx).Delegate(ctx, skillID, message)
+	if err != nil {
+		return nil, err
 	}
-	cfg := c.delegates[skill]
-	if cfg == nil {
-		return nil, fmt.Errorf("delegate: the agent has no delegate skill %s", skill)
-	}
-	if message == nil || len(message.Parts) == 0 {
-		return nil, fmt.Errorf("delegate %s: %w: the message has no parts", skill, a2a.ErrInvalidParams)
-	}
-	c.sent++
-	s := &delegateSkill{id: skill, cfg: cfg, d: c.d,
-		key: string(c.ec.TaskID) + delegationKeySep + skill + "-" + strconv.Itoa(c.sent)}
-	peer, ok := s.findPeer(ctx)
-	if !ok {
-		return &Delegation{Outcome: acceptance.Failed,
-			Reason: fmt.Sprintf("No verified peer offers skill %s; see handoff peers.", cfg.Skill)}, nil
-	}
-	out := &Delegation{Peer: peer.Name}
-	var final *a2a.TaskStatusUpdateEvent
-	// The delegation's end and its committed artifacts are the executor's
-	// to use; everything else is this task's progress.
-	sink := func(ev a2a.Event, err error) bool {
-		switch e := ev.(type) {
-		case *a2a.TaskArtifactUpdateEvent:
-			out.Artifacts = append(out.Artifacts, e.Artifact)
-			return true
-		case *a2a.TaskStatusUpdateEvent:
-			if e.Status.State.Terminal() {
-				final = e
-				return true
-			}
-		}
-		if c.stopped || !c.emit(ev, err) {
-			c.stopped = true
-			return false
-		}
-		return true
-	}
-	rec := s.newRecord(c.ec, peer)
-	if s.track(ctx, c.ec, rec, sink, fmt.Sprintf("Delegating %s to %s.", skill, peer.Name)) {
-		s.delegate(ctx, c.ec, peer, rec, message.Parts, sink)
-	}
-	if c.stopped {
-		return nil, fmt.Errorf("delegate %s: %w", skill, context.Canceled)
-	}
-	if final == nil { // the record could not be written
-		return &Delegation{Outcome: acceptance.Failed, Peer: peer.Name, Reason: "The delegation could not be recorded."}, nil
-	}
-	out.PeerTaskID, out.Reason = rec.RemoteTaskID, messageText(final.Status.Message)
-	if err := out.Outcome.UnmarshalText([]byte(rec.Outcome)); err != nil {
-		out.Outcome = acceptance.Failed // ended before the gate, as an agent that stops does
-	}
-	if out.Outcome != acceptance.Committed {
-		out.Artifacts = nil
-	}
-	return out, nil
+	return &Delegation{Outcome: d.Outcome, Reason: d.Reason, Peer: d.Peer, PeerTaskID: d.PeerTaskID, Artifacts: d.Artifacts}, nil
 }

@@ -5,15 +5,37 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
-
-	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/handoff-a2a/handoff/acceptance"
 	"github.com/handoff-a2a/handoff/internal/a2ahttp"
 	"github.com/handoff-a2a/handoff/internal/auth"
+	"github.com/handoff-a2a/handoff/internal/skill"
 	"github.com/handoff-a2a/handoff/tasks"
 )
+
+// delegationsList answers GET /a2a/delegations: the delegations of the
+// caller's own tasks, or every one for an approver.
+func (a *Agent) delegationsList(w http.ResponseWriter, r *http.Request) {
+	if a.del == nil {
+		writeRESTError(w, http.StatusNotFound, "NOT_FOUND", "UNSUPPORTED_OPERATION", "this agent delegates no skill")
+		return
+	}
+	list, err := a.del.ledger.Delegations(r.Context())
+	if err != nil {
+		a.log.Error("delegations list", slog.Any("error", err))
+		http.Error(w, "the delegations could not be read", http.StatusInternalServerError)
+		return
+	}
+	sees := a.seesDelegation(r)
+	out := []*acceptance.Delegation{}
+	for _, d := range list {
+		if sees(d.TaskID) {
+			out = append(out, d)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"delegations": out})
+}
 
 // ledgerList answers GET /a2a/ledger ("handoff ledger URL"): the commits
 // of the caller's own delegations, or every one for an approver, newest
@@ -57,8 +79,7 @@ func (a *Agent) ledgerList(w http.ResponseWriter, r *http.Request) {
 // seesDelegation tells whether the caller of r may see a delegation, its
 // record in GET /a2a/delegations or its ledger entry, by the delegation's
 // id: an approver sees every one, another caller those of the tasks it
-// owns. The id is the local task that delegated, or for a Go executor's
-// delegation that task's id, delegationKeySep and more.
+// owns, the task that made the delegation (skill.TaskOfDelegation).
 func (a *Agent) seesDelegation(r *http.Request) func(id string) bool {
 	p, authenticated := auth.PrincipalFrom(r.Context())
 	if authenticated && a.isApprover(p.Name) { // the current list: a reload may have changed it
@@ -69,8 +90,7 @@ func (a *Agent) seesDelegation(r *http.Request) func(id string) bool {
 		want = tasks.Owner{Principal: "user:" + p.Name, Tenant: p.Tenant}
 	}
 	return func(id string) bool {
-		task, _, _ := strings.Cut(id, delegationKeySep)
-		o, err := a.store.OwnerOf(r.Context(), a2a.TaskID(task))
+		o, err := a.store.OwnerOf(r.Context(), skill.TaskOfDelegation(id))
 		return err == nil && o.Principal == want.Principal && (want.Tenant == "" || o.Tenant == want.Tenant)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/internal/datadir"
+	"github.com/handoff-a2a/handoff/internal/skill"
 	"github.com/handoff-a2a/handoff/mcp"
 )
 
@@ -24,6 +25,15 @@ type tools struct {
 	audit    auditLog
 
 	reloading sync.Mutex // one reload at a time: the pipeline and the servers change together
+}
+
+// governed is the MCP side as the executors use it; nil for an agent
+// without MCP servers (t nil).
+func (t *tools) governed() *skill.MCP {
+	if t == nil {
+		return nil
+	}
+	return &skill.MCP{Manager: t.manager, Pipeline: t.pipeline}
 }
 
 // auditLog is the tool calls' audit log with its Close: bbolt in the data

@@ -1,158 +1,95 @@
-package handoff
+package skill
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
 	"maps"
-	"net/http"
-	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/handoff-a2a/handoff/acceptance"
 	"github.com/handoff-a2a/handoff/artifacts"
 	"github.com/handoff-a2a/handoff/delegation"
-	"github.com/handoff-a2a/handoff/internal/datadir"
-	"github.com/handoff-a2a/handoff/mcp"
 	"github.com/handoff-a2a/handoff/tasks"
 )
 
-// delegating is the agent's outbound side: its verified peers, the sender
-// that follows their tasks, and the gate that decides what to commit.
-type delegating struct {
-	peers  *delegation.Directory
-	sender *delegation.Sender
-	gate   *acceptance.Gate
-	ledger commitLedger
-	// artifacts holds the peers' artifacts by digest (DATA_DIR/artifacts),
-	// each bounded in size: the ledger's evidence digests name them.
-	artifacts *artifacts.Store
-	self      func() delegation.Hop // this agent in a provenance chain
-	log       *slog.Logger          // each delegation's end, with its reason
-	// base is the agent's public URL, known once its routes are built:
-	// blob URLs in the artifacts passed to callers point at it.
-	base atomic.Pointer[string]
+// Outbound is the agent's side of every delegation: its verified peers,
+// the sender that follows their tasks, the gate that decides what to
+// commit, and where a delegation's records and artifacts go.
+type Outbound struct {
+	// Peers are the configured peers, with their cards verified.
+	Peers *delegation.Directory
+	// Sender sends to a peer and follows its task.
+	Sender *delegation.Sender
+	// Gate decides on each peer's end; it writes the ledger.
+	Gate *acceptance.Gate
+	// Index is the ledger's index of delegations, written as each goes.
+	Index Index
+	// Artifacts holds the peers' artifacts by digest, each bounded in size:
+	// the ledger's evidence digests name them.
+	Artifacts *artifacts.Store
+	// Self is this agent in a provenance chain (it knows its card's digest
+	// once its routes are built).
+	Self func() delegation.Hop
+	// BlobURL is the URL this agent serves the blob digest at, for the task
+	// task of tenant (empty for none).
+	BlobURL func(task a2a.TaskID, tenant, digest string) string
+	// Log hears of each delegation's end, with its reason.
+	Log *slog.Logger
 }
 
-// commitLedger is the commit ledger with the index of delegations and Close:
-// bbolt in the data directory, or Redis.
-type commitLedger interface {
-	acceptance.Ledger
+// Index records delegations as they go: GET /a2a/delegations and a
+// restart read it.
+type Index interface {
 	Track(ctx context.Context, d *acceptance.Delegation) error
-	Delegations(ctx context.Context) ([]*acceptance.Delegation, error)
-	Close() error
 }
 
-// openLedger opens the ledger on rdb (the task store's Redis, shared by the
-// replicas, so a delegation commits once whichever replica runs it) or,
-// with none, in the data directory.
-func openLedger(c *Config, rdb redis.UniversalClient) (commitLedger, error) {
-	if rdb != nil {
-		return acceptance.NewRedisLedger(rdb, c.Store.Namespace)
-	}
-	return acceptance.OpenBoltLedger(filepath.Join(c.DataDir, datadir.Ledger))
+// DelegateSpec is a delegate skill's peer side, its defaults applied.
+type DelegateSpec struct {
+	// Skill is the peer skill's id; Tags narrow the choice of peer.
+	Skill string
+	Tags  []string
+	// Scopes are asked of the peer in the envelope.
+	Scopes []string
+	// Timeout is the delegation's deadline, sent in the envelope.
+	Timeout time.Duration
+	// Reverify bounds how often an unknown decision is checked again (with
+	// backoff) before it settles; 0 settles at once.
+	Reverify int
+	// BlobThreshold is the size in bytes above which a raw part of the
+	// peer's artifacts reaches our caller as a blob URL instead of inline.
+	BlobThreshold int64
 }
 
-// newDelegating builds the outbound side when a skill delegates; nil
-// otherwise. rdb is the task store's Redis, nil on the embedded store; log
-// hears of peers refused or unreachable, and of each delegation's end.
-func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Logger, self func() delegation.Hop) (*delegating, error) {
-	var contracts []*acceptance.Contract
-	for _, s := range c.Skills {
-		if s.Delegate == nil {
-			continue
-		}
-		ct, err := acceptance.LoadContract(s.Delegate.Contract)
-		if err != nil {
-			return nil, fmt.Errorf("%s: skill %s: %w", c.path, s.ID, err)
-		}
-		if ct.Skill != s.ID {
-			return nil, fmt.Errorf("%s: skill %s: contract %s is for skill %q", c.path, s.ID, s.Delegate.Contract, ct.Skill)
-		}
-		contracts = append(contracts, ct)
-	}
-	if len(contracts) == 0 {
-		return nil, nil
-	}
-	dir, err := NewPeerDirectory(c, delegation.WithLogger(log))
-	if err != nil {
-		return nil, err
-	}
-	arts, err := artifacts.NewStore(c.artifactsDir())
-	if err != nil {
-		return nil, err
-	}
-	ledger, err := openLedger(c, rdb)
-	if err != nil {
-		return nil, err
-	}
-	var runner acceptance.ToolRunner = noTools{}
-	if t != nil {
-		runner = verifierTools{p: t.pipeline, m: t.manager}
-	}
-	gate, err := acceptance.NewGate(contracts, ledger, runner)
-	if err != nil {
-		ledger.Close()
-		return nil, fmt.Errorf("%s: %w", c.path, err)
-	}
-	return &delegating{peers: dir, sender: delegation.NewSender(), gate: gate, ledger: ledger, artifacts: arts, self: self, log: log}, nil
-}
-
-// verifierTools runs the gate's verifier calls through the governed MCP
-// pipeline, as the agent itself: a verifier tool needs a contract that
-// allows it (read, low risk), like any other call.
-type verifierTools struct {
-	p *mcp.Pipeline
-	m *mcp.Manager
-}
-
-func (v verifierTools) RunTool(ctx context.Context, tool string, args map[string]any) (any, error) {
-	prop := mcp.Proposal{TaskID: "acceptance-gate", Principal: "handoff:gate", Tool: tool, Arguments: args}
-	if snap := waitForTool(ctx, v.m, tool); snap != nil {
-		prop.SnapshotVersion = snap.Version
-	}
-	res := v.p.Run(ctx, prop, nil)
-	if res.Outcome != mcp.OutcomeSuccess {
-		return nil, fmt.Errorf("verifier tool %s: %s", tool, res.Outcome)
-	}
-	return res.StructuredContent, nil
-}
-
-// noTools answers verifier calls when the agent has no MCP servers.
-type noTools struct{}
-
-func (noTools) RunTool(context.Context, string, map[string]any) (any, error) {
-	return nil, errors.New("this agent has no MCP tools for verifiers")
-}
-
-// delegateSkill fulfils a skill with a verified peer and commits the peer's
+// Delegate fulfils a skill with a verified peer and commits the peer's
 // completion only when the acceptance gate does. Its task keeps a
 // [delegation.Record] in its metadata, so that after a restart it follows
 // the peer's task again instead of losing it.
-type delegateSkill struct {
-	id  string
-	cfg *DelegateConfig
-	d   *delegating
-	// key names the delegation when it is one of several in its task (a Go
-	// executor's, see Delegate): its idempotency key, its index entry and
-	// its ledger id. Empty: the task's id, the one delegation of its task.
+type Delegate struct {
+	id   string
+	spec DelegateSpec
+	out  *Outbound
+	// key names the delegation when it is one of several in its task (a
+	// Program's, see [Caps.Delegate]): its idempotency key, its index entry
+	// and its ledger id. Empty: the task's id, the one delegation of its task.
 	key string
 }
 
+// NewDelegate returns the executor of the delegate skill id.
+func NewDelegate(id string, spec DelegateSpec, out *Outbound) *Delegate {
+	return &Delegate{id: id, spec: spec, out: out}
+}
+
 // delegationID is the delegation's id: its key, or its task's id.
-func (s *delegateSkill) delegationID(ec *a2asrv.ExecutorContext) string {
+func (s *Delegate) delegationID(ec *a2asrv.ExecutorContext) string {
 	if s.key != "" {
 		return s.key
 	}
@@ -163,45 +100,36 @@ func (s *delegateSkill) delegationID(ec *a2asrv.ExecutorContext) string {
 // the gate's own checks run after the peer's task ends.
 const quietMargin = time.Minute
 
-// delegationTimeout is how long a delegation of cfg may take.
-func delegationTimeout(cfg *DelegateConfig) time.Duration {
-	if cfg.Timeout != nil {
-		return cfg.Timeout.Duration
-	}
-	return 5 * time.Minute
-}
-
 // QuietFor implements [tasks.QuietBound]: a peer may work without a word
 // until the delegation's deadline; only then is our task failed, not at
 // the engine's idle timeout (which would cancel the peer's task too).
-func (s *delegateSkill) QuietFor(*a2asrv.ExecutorContext) time.Duration {
-	return delegationTimeout(s.cfg) + quietMargin
+func (s *Delegate) QuietFor(*a2asrv.ExecutorContext) time.Duration {
+	return s.spec.Timeout + quietMargin
 }
 
 // findPeer returns a verified peer offering the skill's peer skill,
 // refreshing the directory once when none does yet.
-func (s *delegateSkill) findPeer(ctx context.Context) (delegation.PeerStatus, bool) {
-	peer, ok := s.d.peers.ForSkill(s.cfg.Skill, s.cfg.Tags...)
+func (s *Delegate) findPeer(ctx context.Context) (delegation.PeerStatus, bool) {
+	peer, ok := s.out.Peers.ForSkill(s.spec.Skill, s.spec.Tags...)
 	if !ok { // a peer may have been refreshed since: look once more
-		_ = s.d.peers.Refresh(ctx)
-		peer, ok = s.d.peers.ForSkill(s.cfg.Skill, s.cfg.Tags...)
+		_ = s.out.Peers.Refresh(ctx)
+		peer, ok = s.out.Peers.ForSkill(s.spec.Skill, s.spec.Tags...)
 	}
 	return peer, ok
 }
 
 // newRecord is the record of a delegation to peer, before anything is sent.
-func (s *delegateSkill) newRecord(ec *a2asrv.ExecutorContext, peer delegation.PeerStatus) *delegation.Record {
-	timeout := delegationTimeout(s.cfg)
-	// The key is the delegation's id: a restart (or a Go executor run
+func (s *Delegate) newRecord(ec *a2asrv.ExecutorContext, peer delegation.PeerStatus) *delegation.Record {
+	// The key is the delegation's id: a restart (or a program run
 	// again) that re-sends finds the peer's task.
 	return &delegation.Record{Peer: peer.Name, CardDigest: peer.CardDigest, IdempotencyKey: s.delegationID(ec),
-		Deadline: time.Now().Add(timeout).UTC()}
+		Deadline: time.Now().Add(s.spec.Timeout).UTC()}
 }
 
 var (
-	_ a2asrv.AgentExecutor = (*delegateSkill)(nil)
-	_ tasks.Resumer        = (*delegateSkill)(nil)
-	_ tasks.QuietBound     = (*delegateSkill)(nil)
+	_ a2asrv.AgentExecutor = (*Delegate)(nil)
+	_ tasks.Resumer        = (*Delegate)(nil)
+	_ tasks.QuietBound     = (*Delegate)(nil)
 )
 
 // Execute implements [a2asrv.AgentExecutor]: the peer's progress is
@@ -209,7 +137,7 @@ var (
 // the gate commits, else it fails with the gate's reasons. The peer's
 // artifacts are assembled and stored as they stream, but reach our caller
 // only with the commit (large raw parts as blob URLs).
-func (s *delegateSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+func (s *Delegate) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		if ec.StoredTask != nil {
 			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "A delegated task takes no further messages.")), nil)
@@ -221,7 +149,7 @@ func (s *delegateSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext)
 		peer, ok := s.findPeer(ctx)
 		if !ok {
 			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec,
-				fmt.Sprintf("No verified peer offers skill %s; see handoff peers.", s.cfg.Skill))), nil)
+				fmt.Sprintf("No verified peer offers skill %s; see handoff peers.", s.spec.Skill))), nil)
 			return
 		}
 		rec := s.newRecord(ec, peer)
@@ -235,7 +163,7 @@ func (s *delegateSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext)
 
 // CanResume implements [tasks.Resumer]: a task whose delegation record
 // was stored can be followed again.
-func (s *delegateSkill) CanResume(task *a2a.Task) bool {
+func (s *Delegate) CanResume(task *a2a.Task) bool {
 	_, ok, err := delegation.RecordFrom(task.Metadata)
 	return ok && err == nil
 }
@@ -244,7 +172,7 @@ func (s *delegateSkill) CanResume(task *a2a.Task) bool {
 // names to its end, or, when the restart came before the peer answered,
 // sends the request again with the same idempotency key, which a Handoff
 // peer answers with the task it already started. Then the gate decides.
-func (s *delegateSkill) Resume(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+func (s *Delegate) Resume(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		rec, _, err := delegation.RecordFrom(ec.StoredTask.Metadata)
 		if err != nil {
@@ -281,11 +209,11 @@ func (s *delegateSkill) Resume(ctx context.Context, ec *a2asrv.ExecutorContext) 
 // come first) is asked again with backoff until the delegation's
 // deadline: its task may well have ended, and only the peer can say how.
 // A peer whose card no longer verifies is not waited for.
-func (s *delegateSkill) awaitPeer(ctx context.Context, rec *delegation.Record) (delegation.PeerStatus, error) {
+func (s *Delegate) awaitPeer(ctx context.Context, rec *delegation.Record) (delegation.PeerStatus, error) {
 	ctx, cancel := context.WithDeadline(ctx, rec.Deadline)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
-		peers := s.d.peers.Peers()
+		peers := s.out.Peers.Peers()
 		i := slices.IndexFunc(peers, func(p delegation.PeerStatus) bool { return p.Name == rec.Peer })
 		if i < 0 {
 			return delegation.PeerStatus{}, fmt.Errorf("peer %s is no longer configured", rec.Peer)
@@ -304,16 +232,16 @@ func (s *delegateSkill) awaitPeer(ctx context.Context, rec *delegation.Record) (
 				return delegation.PeerStatus{}, fmt.Errorf("peer %s was not reached before the delegation's deadline (%v)", rec.Peer, p.Err)
 			}
 		}
-		_ = s.d.peers.Refresh(ctx) // a refresh cut short by ctx is seen at the next turn
+		_ = s.out.Peers.Refresh(ctx) // a refresh cut short by ctx is seen at the next turn
 	}
 }
 
 // track stores rec in our task's log (a working status update whose
 // metadata carries it) and in the ledger's index of delegations. It
 // returns false when the task should stop.
-func (s *delegateSkill) track(ctx context.Context, ec *a2asrv.ExecutorContext, rec *delegation.Record,
+func (s *Delegate) track(ctx context.Context, ec *a2asrv.ExecutorContext, rec *delegation.Record,
 	yield func(a2a.Event, error) bool, text string) bool {
-	if err := s.d.ledger.Track(ctx, s.index(ec, rec)); err != nil {
+	if err := s.out.Index.Track(ctx, s.index(ec, rec)); err != nil {
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The delegation could not be recorded: "+err.Error())), nil)
 		return false
 	}
@@ -322,7 +250,7 @@ func (s *delegateSkill) track(ctx context.Context, ec *a2asrv.ExecutorContext, r
 	return yield(ev, nil)
 }
 
-func (s *delegateSkill) index(ec *a2asrv.ExecutorContext, rec *delegation.Record) *acceptance.Delegation {
+func (s *Delegate) index(ec *a2asrv.ExecutorContext, rec *delegation.Record) *acceptance.Delegation {
 	return &acceptance.Delegation{TaskID: s.delegationID(ec), Skill: s.id, Peer: rec.Peer, RemoteTaskID: rec.RemoteTaskID,
 		RemoteState: rec.RemoteState, Outcome: rec.Outcome, Reason: rec.Reason, Updated: time.Now().UTC()}
 }
@@ -330,14 +258,14 @@ func (s *delegateSkill) index(ec *a2asrv.ExecutorContext, rec *delegation.Record
 // delegate sends parts to the peer (or, when rec names the peer's task
 // already, follows that task), records the peer's task as soon as it is
 // known, and runs the gate on its end.
-func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext, peer delegation.PeerStatus,
+func (s *Delegate) delegate(ctx context.Context, ec *a2asrv.ExecutorContext, peer delegation.PeerStatus,
 	rec *delegation.Record, parts []*a2a.Part, yield func(a2a.Event, error) bool) {
 	dctx, cancel := context.WithDeadline(ctx, rec.Deadline)
 	defer cancel()
 	stopped := false
 	// The peer's artifacts are assembled and stored as they stream; they
 	// reach our caller only at commit, from the final task they agree with.
-	collect := artifacts.NewCollector(s.d.artifacts)
+	collect := artifacts.NewCollector(s.out.Artifacts)
 	var collectErr error
 	progress := func(ev a2a.Event) {
 		if stopped {
@@ -367,14 +295,14 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 		err   error
 	)
 	if rec.RemoteTaskID != "" {
-		final, err = s.d.sender.Follow(dctx, peer, a2a.TaskID(rec.RemoteTaskID), progress)
+		final, err = s.out.Sender.Follow(dctx, peer, a2a.TaskID(rec.RemoteTaskID), progress)
 	} else {
-		env := (&delegation.Envelope{Actor: principalOf(ec), Tenant: ec.Tenant, Scopes: s.cfg.Scopes,
-			Deadline: rec.Deadline, IdempotencyKey: rec.IdempotencyKey}).Next(s.d.self())
+		env := (&delegation.Envelope{Actor: principalOf(ec), Tenant: ec.Tenant, Scopes: s.spec.Scopes,
+			Deadline: rec.Deadline, IdempotencyKey: rec.IdempotencyKey}).Next(s.out.Self())
 		if env.Actor == "" {
 			env.Actor = "anonymous"
 		}
-		final, err = s.d.sender.Delegate(dctx, peer, a2a.NewMessage(a2a.MessageRoleUser, parts...), env, progress)
+		final, err = s.out.Sender.Delegate(dctx, peer, a2a.NewMessage(a2a.MessageRoleUser, parts...), env, progress)
 	}
 	if stopped {
 		return
@@ -424,7 +352,7 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 		rec.Reason = bounded(failedChecks(decision))
 	}
 	s.logEnd(ec, rec)
-	if err := s.d.ledger.Track(ctx, s.index(ec, rec)); err != nil {
+	if err := s.out.Index.Track(ctx, s.index(ec, rec)); err != nil {
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The delegation could not be recorded: "+err.Error())), nil)
 		return
 	}
@@ -450,14 +378,14 @@ func (s *delegateSkill) delegate(ctx context.Context, ec *a2asrv.ExecutorContext
 
 // logEnd logs a delegation's end: at info when it committed, else at
 // warn with its reason (the peer's own words when it failed).
-func (s *delegateSkill) logEnd(ec *a2asrv.ExecutorContext, rec *delegation.Record) {
+func (s *Delegate) logEnd(ec *a2asrv.ExecutorContext, rec *delegation.Record) {
 	attrs := []any{slog.String("task_id", string(ec.TaskID)), slog.String("skill", s.id), slog.String("peer", rec.Peer),
 		slog.String("remote_task_id", rec.RemoteTaskID), slog.String("remote_state", string(rec.RemoteState)), slog.String("decision", rec.Outcome)}
 	if rec.Outcome == acceptance.Committed.String() {
-		s.d.log.Info("delegation committed", attrs...)
+		s.out.Log.Info("delegation committed", attrs...)
 		return
 	}
-	s.d.log.Warn("delegation not committed", append(attrs, slog.String("reason", rec.Reason))...)
+	s.out.Log.Warn("delegation not committed", append(attrs, slog.String("reason", rec.Reason))...)
 }
 
 // relayed is the status message our caller sees for a peer's progress:
@@ -513,7 +441,7 @@ func failedChecks(d acceptance.Decision) string {
 // unfollowed ends a delegation whose peer's task was not followed to its
 // end (a timeout, a cancel, a peer that stopped answering), recording it
 // failed with the peer's task as last seen.
-func (s *delegateSkill) unfollowed(ctx context.Context, ec *a2asrv.ExecutorContext, peer delegation.PeerStatus, rec *delegation.Record,
+func (s *Delegate) unfollowed(ctx context.Context, ec *a2asrv.ExecutorContext, peer delegation.PeerStatus, rec *delegation.Record,
 	last *a2a.Task, err error, yield func(a2a.Event, error) bool) {
 	if last != nil {
 		rec.RemoteState = last.Status.State
@@ -541,7 +469,7 @@ func (s *delegateSkill) unfollowed(ctx context.Context, ec *a2asrv.ExecutorConte
 // the index must not show a finished delegation without an outcome. An
 // agent that is stopping records nothing: it takes the delegation up
 // again when it starts.
-func (s *delegateSkill) end(ctx context.Context, ec *a2asrv.ExecutorContext, rec *delegation.Record,
+func (s *Delegate) end(ctx context.Context, ec *a2asrv.ExecutorContext, rec *delegation.Record,
 	outcome acceptance.Outcome, yield func(a2a.Event, error) bool, text string) {
 	if errors.Is(context.Cause(ctx), tasks.ErrShutdown) {
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, text)), nil)
@@ -549,7 +477,7 @@ func (s *delegateSkill) end(ctx context.Context, ec *a2asrv.ExecutorContext, rec
 	}
 	rec.Outcome, rec.Reason = outcome.String(), bounded(text)
 	s.logEnd(ec, rec)
-	if err := s.d.ledger.Track(context.WithoutCancel(ctx), s.index(ec, rec)); err != nil {
+	if err := s.out.Index.Track(context.WithoutCancel(ctx), s.index(ec, rec)); err != nil {
 		text += " The delegation could not be recorded: " + err.Error()
 	}
 	ev := a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, text))
@@ -557,29 +485,18 @@ func (s *delegateSkill) end(ctx context.Context, ec *a2asrv.ExecutorContext, rec
 	yield(ev, nil)
 }
 
-// blobKey marks, in a part's metadata, a raw part this agent stored as a
+// BlobKey marks, in a part's metadata, a raw part this agent stored as a
 // blob: {"digest": "sha256:…", "size": N}. Only parts this agent wrote
 // carry it (a peer's is removed), and GET /a2a/blobs serves only digests
 // a part of the caller's task names under it.
-const blobKey = "handoff/blob"
-
-// defaultBlobThreshold is the raw part size above which a part passed to
-// our caller becomes a blob URL, unless the skill's config says otherwise.
-const defaultBlobThreshold = 64 << 10
+const BlobKey = "handoff/blob"
 
 // present returns the artifacts as our caller gets them: raw parts larger
 // than the skill's threshold are stored as blobs and replaced by URL parts
-// pointing at this agent (GET /a2a/blobs/{task}/{digest}), keeping the
-// part's filename and media type.
-func (s *delegateSkill) present(ctx context.Context, ec *a2asrv.ExecutorContext, arts []*a2a.Artifact) ([]*a2a.Artifact, error) {
-	threshold := int64(defaultBlobThreshold)
-	if s.cfg.BlobThreshold != nil {
-		threshold = *s.cfg.BlobThreshold
-	}
-	base := ""
-	if b := s.d.base.Load(); b != nil {
-		base = *b
-	}
+// pointing at this agent (Outbound.BlobURL), keeping the part's filename
+// and media type.
+func (s *Delegate) present(ctx context.Context, ec *a2asrv.ExecutorContext, arts []*a2a.Artifact) ([]*a2a.Artifact, error) {
+	threshold := s.spec.BlobThreshold
 	out := make([]*a2a.Artifact, 0, len(arts))
 	for _, a := range arts {
 		if a == nil {
@@ -589,21 +506,21 @@ func (s *delegateSkill) present(ctx context.Context, ec *a2asrv.ExecutorContext,
 		c.Parts = make([]*a2a.Part, 0, len(a.Parts))
 		for _, p := range a.Parts {
 			q := *p
-			if _, forged := q.Metadata[blobKey]; forged {
+			if _, forged := q.Metadata[BlobKey]; forged {
 				q.Metadata = maps.Clone(q.Metadata)
-				delete(q.Metadata, blobKey)
+				delete(q.Metadata, BlobKey)
 			}
 			if raw, ok := q.Content.(a2a.Raw); ok && int64(len(raw)) > threshold {
-				digest, n, err := s.d.artifacts.PutRaw(ctx, bytes.NewReader(raw), 0)
+				digest, n, err := s.out.Artifacts.PutRaw(ctx, bytes.NewReader(raw), 0)
 				if err != nil {
 					return nil, fmt.Errorf("artifact %q: %w", a.Name, err)
 				}
-				q.Content = a2a.URL(blobURL(base, ec, digest))
+				q.Content = a2a.URL(s.out.BlobURL(ec.TaskID, ec.Tenant, digest))
 				q.Metadata = maps.Clone(q.Metadata)
 				if q.Metadata == nil {
 					q.Metadata = map[string]any{}
 				}
-				q.Metadata[blobKey] = map[string]any{"digest": digest, "size": n}
+				q.Metadata[BlobKey] = map[string]any{"digest": digest, "size": n}
 			}
 			c.Parts = append(c.Parts, &q)
 		}
@@ -612,27 +529,16 @@ func (s *delegateSkill) present(ctx context.Context, ec *a2asrv.ExecutorContext,
 	return out, nil
 }
 
-// blobURL is where a blob of the task ec runs is served; the tenant, when
-// the task has one, travels as a query parameter, as the task's other
-// reads name it in their path.
-func blobURL(base string, ec *a2asrv.ExecutorContext, digest string) string {
-	u := strings.TrimSuffix(base, "/") + blobsPath + url.PathEscape(string(ec.TaskID)) + "/" + digest
-	if ec.Tenant != "" {
-		u += "?tenant=" + url.QueryEscape(ec.Tenant)
-	}
-	return u
-}
-
 // keep stores the peer's final artifacts, whole (the peer's GetTask has
 // assembled their chunks), content-addressed and bounded in size, and
 // returns the digest of each named one.
-func (s *delegateSkill) keep(ctx context.Context, arts []*a2a.Artifact) (map[string]string, error) {
+func (s *Delegate) keep(ctx context.Context, arts []*a2a.Artifact) (map[string]string, error) {
 	digests := make(map[string]string, len(arts))
 	for _, a := range arts {
 		if a == nil {
 			continue
 		}
-		d, err := s.d.artifacts.Put(ctx, a)
+		d, err := s.out.Artifacts.Put(ctx, a)
 		if err != nil {
 			return nil, fmt.Errorf("artifact %q: %w", a.Name, err)
 		}
@@ -647,14 +553,11 @@ func (s *delegateSkill) keep(ctx context.Context, arts []*a2a.Artifact) (map[str
 // decision again with backoff within the skill's bound; rec counts the
 // re-checks, so the bound holds across restarts. ok is false when the task
 // ended or should stop.
-func (s *delegateSkill) decide(ctx context.Context, ec *a2asrv.ExecutorContext, rec *delegation.Record, final *a2a.Task,
+func (s *Delegate) decide(ctx context.Context, ec *a2asrv.ExecutorContext, rec *delegation.Record, final *a2a.Task,
 	digests map[string]string, yield func(a2a.Event, error) bool) (acceptance.Decision, bool) {
-	reverify := 2
-	if s.cfg.Reverify != nil {
-		reverify = *s.cfg.Reverify
-	}
+	reverify := s.spec.Reverify
 	for attempt := rec.GateAttempts; ; attempt++ {
-		decision, err := s.d.gate.Decide(ctx, s.id, acceptance.Completion{DelegationID: s.delegationID(ec),
+		decision, err := s.out.Gate.Decide(ctx, s.id, acceptance.Completion{DelegationID: s.delegationID(ec),
 			RemoteState: final.Status.State, RemoteMessage: messageText(final.Status.Message),
 			Artifacts: final.Artifacts, Attempt: attempt, Digests: digests})
 		if err != nil {
@@ -702,43 +605,8 @@ func reasons(d acceptance.Decision) string {
 
 // Cancel implements [a2asrv.AgentExecutor]; the engine cancels Execute's
 // context, and the sender cancels the peer's task.
-func (s *delegateSkill) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+func (s *Delegate) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
 	}
-}
-
-// envelopeKey is the idempotency key of a message's delegation envelope:
-// the engine gives a caller's repeated key the task it already started. A
-// malformed envelope has none here; checkEnvelope refuses it before.
-func envelopeKey(m *a2a.Message) string {
-	env, ok, err := delegation.EnvelopeFrom(m)
-	if !ok || err != nil {
-		return ""
-	}
-	return env.IdempotencyKey
-}
-
-// delegationsList answers GET /a2a/delegations: the delegations of the
-// caller's own tasks, or every one for an approver.
-func (a *Agent) delegationsList(w http.ResponseWriter, r *http.Request) {
-	if a.del == nil {
-		writeRESTError(w, http.StatusNotFound, "NOT_FOUND", "UNSUPPORTED_OPERATION", "this agent delegates no skill")
-		return
-	}
-	list, err := a.del.ledger.Delegations(r.Context())
-	if err != nil {
-		a.log.Error("delegations list", slog.Any("error", err))
-		http.Error(w, "the delegations could not be read", http.StatusInternalServerError)
-		return
-	}
-	sees := a.seesDelegation(r)
-	out := []*acceptance.Delegation{}
-	for _, d := range list {
-		if sees(d.TaskID) {
-			out = append(out, d)
-		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"delegations": out})
 }

@@ -1,8 +1,9 @@
-package handoff
+package skill
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/handoff-a2a/handoff/acceptance"
 	"github.com/handoff-a2a/handoff/mcp"
 	"github.com/handoff-a2a/handoff/tasks"
 )
@@ -25,11 +27,20 @@ const (
 	approvalKey        = "approval"
 )
 
-// toolSkill fulfils a skill with one MCP tool through the governed pipeline.
+// MCP is the agent's governed tool side, as its executors use it.
+type MCP struct {
+	// Manager holds the catalog of the agent's MCP servers.
+	Manager *mcp.Manager
+	// Pipeline runs every tool call: snapshot, schema, contract, policy,
+	// approval, deadline, normalisation, audit.
+	Pipeline *mcp.Pipeline
+}
+
+// Tool fulfils a skill with one MCP tool through the governed pipeline.
 // A call that needs approval leaves the task in input-required; the
 // proposal waits in memory for the approver's message (an agent restart
 // forgets it, and the caller sends the request again).
-type toolSkill struct {
+type Tool struct {
 	tool     string
 	pipeline *mcp.Pipeline
 	manager  *mcp.Manager
@@ -39,17 +50,19 @@ type toolSkill struct {
 }
 
 var (
-	_ a2asrv.AgentExecutor = (*toolSkill)(nil)
-	_ tasks.Redactor       = (*toolSkill)(nil)
-	_ tasks.ApprovalReader = (*toolSkill)(nil)
+	_ a2asrv.AgentExecutor = (*Tool)(nil)
+	_ tasks.Redactor       = (*Tool)(nil)
+	_ tasks.ApprovalReader = (*Tool)(nil)
 )
 
-func newToolSkill(tool string, p *mcp.Pipeline, m *mcp.Manager) *toolSkill {
-	return &toolSkill{tool: tool, pipeline: p, manager: m, pending: map[a2a.TaskID]mcp.Proposal{}}
+// NewTool returns the executor of a skill that is the MCP tool tool
+// (server__tool) of m.
+func NewTool(tool string, m MCP) *Tool {
+	return &Tool{tool: tool, pipeline: m.Pipeline, manager: m.Manager, pending: map[a2a.TaskID]mcp.Proposal{}}
 }
 
 // Execute implements [a2asrv.AgentExecutor].
-func (s *toolSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+func (s *Tool) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		var (
 			prop     mcp.Proposal
@@ -138,7 +151,7 @@ func (s *toolSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) ite
 // run calls the pipeline while yielding the tool's progress notifications
 // as working status updates, from this goroutine: the pipeline reports
 // progress on its own. ok is false when the consumer stopped.
-func (s *toolSkill) run(ctx context.Context, ec *a2asrv.ExecutorContext, prop mcp.Proposal, approval *mcp.Approval,
+func (s *Tool) run(ctx context.Context, ec *a2asrv.ExecutorContext, prop mcp.Proposal, approval *mcp.Approval,
 	yield func(a2a.Event, error) bool) (mcp.PipelineResult, bool) {
 	type progress struct {
 		done, total float64
@@ -175,7 +188,7 @@ func (s *toolSkill) run(ctx context.Context, ec *a2asrv.ExecutorContext, prop mc
 
 // Cancel implements [a2asrv.AgentExecutor]; the engine cancels Execute's
 // context, which cancels the tool call.
-func (s *toolSkill) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+func (s *Tool) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		s.forget(ec.TaskID)
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
@@ -209,7 +222,42 @@ func waitForTool(ctx context.Context, m *mcp.Manager, tool string) *mcp.Snapshot
 // toolWait bounds how long a call waits for its tool to appear.
 const toolWait = 10 * time.Second
 
-func (s *toolSkill) forget(id a2a.TaskID) {
+// GateTools runs the acceptance gate's verifier calls through m's governed
+// pipeline, as the agent itself: a verifier tool needs a contract that
+// allows it (read, low risk), like any other call. Without MCP servers (m
+// nil) every verifier call fails.
+func GateTools(m *MCP) acceptance.ToolRunner {
+	if m == nil {
+		return noTools{}
+	}
+	return verifierTools{p: m.Pipeline, m: m.Manager}
+}
+
+type verifierTools struct {
+	p *mcp.Pipeline
+	m *mcp.Manager
+}
+
+func (v verifierTools) RunTool(ctx context.Context, tool string, args map[string]any) (any, error) {
+	prop := mcp.Proposal{TaskID: "acceptance-gate", Principal: "handoff:gate", Tool: tool, Arguments: args}
+	if snap := waitForTool(ctx, v.m, tool); snap != nil {
+		prop.SnapshotVersion = snap.Version
+	}
+	res := v.p.Run(ctx, prop, nil)
+	if res.Outcome != mcp.OutcomeSuccess {
+		return nil, fmt.Errorf("verifier tool %s: %s", tool, res.Outcome)
+	}
+	return res.StructuredContent, nil
+}
+
+// noTools answers verifier calls when the agent has no MCP servers.
+type noTools struct{}
+
+func (noTools) RunTool(context.Context, string, map[string]any) (any, error) {
+	return nil, errors.New("this agent has no MCP tools for verifiers")
+}
+
+func (s *Tool) forget(id a2a.TaskID) {
 	s.mu.Lock()
 	delete(s.pending, id)
 	s.mu.Unlock()
@@ -221,7 +269,7 @@ func (s *toolSkill) forget(id a2a.TaskID) {
 // hold the tool yet, its text is kept redacted if the contract redacts
 // anything, since it may become the one string argument. A message on an
 // existing task (an approval) carries no arguments.
-func (s *toolSkill) Redact(_ context.Context, ec *a2asrv.ExecutorContext) (*a2a.Message, error) {
+func (s *Tool) Redact(_ context.Context, ec *a2asrv.ExecutorContext) (*a2a.Message, error) {
 	redact := s.pipeline.Contract(s.tool).Redact
 	if ec.StoredTask != nil || len(redact) == 0 {
 		return ec.Message, nil
@@ -266,7 +314,7 @@ func (s *toolSkill) Redact(_ context.Context, ec *a2asrv.ExecutorContext) (*a2a.
 // string parameter in snap, its text. A tool that is not in snap gets no
 // arguments: the pipeline answers unavailable_tool, which says more than a
 // complaint about the request's shape.
-func (s *toolSkill) arguments(m *a2a.Message, snap *mcp.Snapshot) (map[string]any, error) {
+func (s *Tool) arguments(m *a2a.Message, snap *mcp.Snapshot) (map[string]any, error) {
 	var text string
 	for _, p := range m.Parts {
 		if d, ok := p.Data().(map[string]any); ok {
@@ -350,7 +398,7 @@ func approvalData(m *a2a.Message) map[string]any {
 }
 
 // Approval implements [tasks.ApprovalReader] (see approvalDecision).
-func (s *toolSkill) Approval(_ context.Context, ec *a2asrv.ExecutorContext) *a2a.Message {
+func (s *Tool) Approval(_ context.Context, ec *a2asrv.ExecutorContext) *a2a.Message {
 	return approvalDecision(ec)
 }
 
