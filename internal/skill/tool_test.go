@@ -39,7 +39,7 @@ func startNotes(t *testing.T) MCP {
 	p, err := mcp.NewPipeline(m, []mcp.Contract{
 		{Tool: "notes__read_note", Effect: mcp.EffectRead, Risk: mcp.RiskLow, Approval: mcp.ApprovalNone},
 		{Tool: "notes__write_note", Effect: mcp.EffectWrite, Risk: mcp.RiskHigh, Approval: mcp.ApprovalMandatory, Redact: []string{"text"}},
-	}, audit, mcp.WithApprovers("key:ops"))
+	}, audit, mcp.WithApprovers(func(p string) bool { return p == "key:ops" }))
 	if err != nil {
 		t.Fatal(err)
 	}
