@@ -790,41 +790,39 @@ func (c *Config) validate(doc *yaml.Node) error {
 			bad(key+".jwks_min_refresh", "%s is under the minimum of 1s", j.JWKSMinRefresh.Duration)
 		}
 	}
-	if c.ExtendedCard != nil {
-		for i, s := range c.ExtendedCard.Skills {
-			if s.ID == "" || s.Name == "" {
-				bad(fmt.Sprintf("extended_card.skills[%d]", i), "id and name are required")
+	// The extended card's skills run like the public ones and are held to
+	// the same rules; ids are unique across both.
+	seen := map[string]bool{}
+	checkSkills := func(prefix string, skills []SkillConfig) {
+		for i, s := range skills {
+			key := fmt.Sprintf("%s[%d]", prefix, i)
+			if s.ID == "" {
+				bad(key+".id", "is required")
+			} else if seen[s.ID] {
+				bad(key+".id", "%q is used by another skill", s.ID)
+			}
+			seen[s.ID] = true
+			if s.Name == "" {
+				bad(key+".name", "is required")
 			}
 			if !slices.Contains(executorKinds, s.Executor) {
-				bad(fmt.Sprintf("extended_card.skills[%d].executor", i), "%q is not one of %s", s.Executor, strings.Join(executorKinds, ", "))
+				bad(key+".executor", "%q is not one of %s", s.Executor, strings.Join(executorKinds, ", "))
+			}
+			if (s.Executor == "mcp") != (s.Tool != "") {
+				bad(key+".tool", "an mcp skill names exactly one tool (server__tool); other skills name none")
+			}
+			if (s.Executor == "delegate") != (s.Delegate != nil) {
+				bad(key+".delegate", "a delegate skill has a delegate section (skill, contract); other skills have none")
+			} else if s.Delegate != nil && (s.Delegate.Skill == "" || s.Delegate.Contract == "") {
+				bad(key+".delegate", "skill and contract are required")
+			} else if s.Delegate != nil && s.Delegate.BlobThreshold != nil && *s.Delegate.BlobThreshold <= 0 {
+				bad(key+".delegate.blob_threshold", "%d is not a positive number of bytes", *s.Delegate.BlobThreshold)
 			}
 		}
 	}
-	seen := map[string]bool{}
-	for i, s := range c.Skills {
-		key := fmt.Sprintf("skills[%d]", i)
-		if s.ID == "" {
-			bad(key+".id", "is required")
-		} else if seen[s.ID] {
-			bad(key+".id", "%q is used by another skill", s.ID)
-		}
-		seen[s.ID] = true
-		if s.Name == "" {
-			bad(key+".name", "is required")
-		}
-		if !slices.Contains(executorKinds, s.Executor) {
-			bad(key+".executor", "%q is not one of %s", s.Executor, strings.Join(executorKinds, ", "))
-		}
-		if (s.Executor == "mcp") != (s.Tool != "") {
-			bad(key+".tool", "an mcp skill names exactly one tool (server__tool); other skills name none")
-		}
-		if (s.Executor == "delegate") != (s.Delegate != nil) {
-			bad(key+".delegate", "a delegate skill has a delegate section (skill, contract); other skills have none")
-		} else if s.Delegate != nil && (s.Delegate.Skill == "" || s.Delegate.Contract == "") {
-			bad(key+".delegate", "skill and contract are required")
-		} else if s.Delegate != nil && s.Delegate.BlobThreshold != nil && *s.Delegate.BlobThreshold <= 0 {
-			bad(key+".delegate.blob_threshold", "%d is not a positive number of bytes", *s.Delegate.BlobThreshold)
-		}
+	checkSkills("skills", c.Skills)
+	if c.ExtendedCard != nil {
+		checkSkills("extended_card.skills", c.ExtendedCard.Skills)
 	}
 	for i, p := range c.Peers {
 		key := fmt.Sprintf("peers[%d]", i)

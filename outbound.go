@@ -55,7 +55,7 @@ func openLedger(c *Config, rdb redis.UniversalClient) (commitLedger, error) {
 // hears of peers refused or unreachable, and of each delegation's end.
 func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Logger, self func() delegation.Hop) (*delegating, error) {
 	var contracts []*acceptance.Contract
-	for _, s := range c.Skills {
+	for _, s := range allSkills(c) {
 		if s.Delegate == nil {
 			continue
 		}

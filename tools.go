@@ -57,7 +57,7 @@ func openAudit(c *Config, rdb redis.UniversalClient) (auditLog, error) {
 // embedded store.
 func newTools(c *Config, rdb redis.UniversalClient, log *slog.Logger) (*tools, error) {
 	if len(c.MCPServers) == 0 {
-		for _, s := range c.Skills {
+		for _, s := range allSkills(c) {
 			if s.Executor == "mcp" {
 				return nil, fmt.Errorf("%s: skill %s uses an MCP tool but mcp_servers is empty", c.path, s.ID)
 			}
