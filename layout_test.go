@@ -143,8 +143,10 @@ func TestStoresImportNothingAbove(t *testing.T) {
 
 // TestFaceAndLoopImportDownward: the A2A HTTP face (internal/a2ahttp) serves
 // the engine and knows nothing of what runs tasks, stores them or calls out;
-// the model loop (internal/model) declares what it calls and depends on
-// none of the packages that implement it (DESIGN.md).
+// the executors (internal/skill) reach tools, peers and the gate, never the
+// face, the transports or a store library; the model loop (internal/model)
+// declares what it calls and depends on none of the packages that
+// implement it (DESIGN.md).
 func TestFaceAndLoopImportDownward(t *testing.T) {
 	const mod = "github.com/handoff-a2a/handoff"
 	common := []string{mod + "/cmd", mod + "/examples", mod + "/e2e", mod + "/internal/skill", mod + "/push",
@@ -153,6 +155,9 @@ func TestFaceAndLoopImportDownward(t *testing.T) {
 	rules := map[string][]string{
 		mod + "/internal/a2ahttp": append([]string{mod + "/agentcard", mod + "/artifacts", mod + "/internal/tck",
 			mod + "/internal/bench", mod + "/internal/a2aconnect", mod + "/internal/model"}, common...),
+		mod + "/internal/skill": {mod + "/push", mod + "/cmd", mod + "/examples", mod + "/e2e", mod + "/internal/a2ahttp",
+			mod + "/internal/a2aconnect", mod + "/internal/rest03", mod + "/internal/bench", mod + "/tasks/boltstore",
+			mod + "/tasks/redisstore"}, // bbolt and go-redis still come in through mcp's audit and acceptance's ledger stores
 		mod + "/internal/model": append([]string{mod + "/tasks", mod + "/internal/a2ahttp", mod + "/agentcard"}, common...),
 	}
 	for pkg, bad := range rules {
@@ -161,8 +166,8 @@ func TestFaceAndLoopImportDownward(t *testing.T) {
 			t.Fatalf("go list found no package %s", pkg)
 		}
 		for _, dep := range deps {
-			if dep == mod {
-				t.Errorf("%s depends on the root package", pkg)
+			if dep == mod || within(dep, mod+"/cmd") {
+				t.Errorf("%s depends on %s", pkg, dep)
 			}
 			for _, b := range bad {
 				if within(dep, b) {
@@ -187,6 +192,20 @@ func TestRootHoldsNoHTTPDecoding(t *testing.T) {
 			if imp == b {
 				t.Errorf("the root package imports %s: HTTP decoding belongs to internal/a2ahttp", imp)
 			}
+		}
+	}
+}
+
+// TestOnlyRootRunsExecutors: the built-in executors are composed by the root
+// package alone; nothing below it reaches up into internal/skill.
+func TestOnlyRootRunsExecutors(t *testing.T) {
+	const mod = "github.com/handoff-a2a/handoff"
+	for path, p := range listPackages(t) {
+		if path == mod || within(path, mod+"/internal/skill") || within(path, mod+"/cmd") || within(path, mod+"/examples") || within(path, mod+"/e2e") {
+			continue
+		}
+		if strings.Contains(" "+p[1]+" ", " "+mod+"/internal/skill ") {
+			t.Errorf("%s imports internal/skill: only the root package composes the executors", path)
 		}
 	}
 }
