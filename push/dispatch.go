@@ -21,9 +21,12 @@ import (
 	"github.com/handoff-a2a/handoff/tasks"
 )
 
-// deliveryStore is what the dispatcher needs of the task store: the configs
-// with their delivery state, and the tasks' event logs.
-type deliveryStore interface {
+// DeliveryStore is what the dispatcher needs of the task store (both task
+// stores implement it): the configs with their delivery state, and the
+// tasks' event logs. The delivery state is kept beside the task it follows,
+// in the same store, so that a config written with a task's first event is
+// durable with it.
+type DeliveryStore interface {
 	PushDeliveries(ctx context.Context, task a2a.TaskID) ([]*tasks.PushDelivery, error)
 	UpdatePushDelivery(ctx context.Context, d *tasks.PushDelivery) error
 	Events(ctx context.Context, owner tasks.Owner, id a2a.TaskID, after uint64) ([]tasks.Event, error)
@@ -35,7 +38,7 @@ type deliveryStore interface {
 // webhooks. Where each config stands is stored after every attempt, so a
 // restart resumes where it stopped, and an event is delivered at least once.
 type Dispatcher struct {
-	store  deliveryStore
+	store  DeliveryStore
 	signer *Signer
 	client *http.Client
 	cfg    dispatchConfig
@@ -67,7 +70,7 @@ type worker struct {
 
 // NewDispatcher returns a dispatcher that signs deliveries with signer and
 // posts them with client (the SSRF guard's client).
-func NewDispatcher(store deliveryStore, signer *Signer, client *http.Client, opts ...DispatcherOption) *Dispatcher {
+func NewDispatcher(store DeliveryStore, signer *Signer, client *http.Client, opts ...DispatcherOption) *Dispatcher {
 	d := &Dispatcher{store: store, signer: signer, client: client, cfg: newDispatchConfig(opts), workers: map[string]*worker{}, watched: map[a2a.TaskID]struct{}{}}
 	if q, ok := store.(sharedQueue); ok {
 		d.queue, d.shared = q, newSharedState()

@@ -12,8 +12,9 @@ import (
 	"github.com/handoff-a2a/handoff/tasks"
 )
 
-// statusStore is what Statuses reads.
-type statusStore interface {
+// StatusStore is what [Statuses] reads of the task store (both task stores
+// implement it).
+type StatusStore interface {
 	PushDeliveries(ctx context.Context, task a2a.TaskID) ([]*tasks.PushDelivery, error)
 	Get(ctx context.Context, owner tasks.Owner, id a2a.TaskID) (*tasks.Snapshot, error)
 }
@@ -43,7 +44,7 @@ type Status struct {
 
 // Statuses lists every push config's delivery state; with owner set, only
 // that owner's.
-func Statuses(ctx context.Context, store statusStore, owner *tasks.Owner) ([]Status, error) {
+func Statuses(ctx context.Context, store StatusStore, owner *tasks.Owner) ([]Status, error) {
 	pds, err := store.PushDeliveries(ctx, "")
 	if err != nil {
 		return nil, err
