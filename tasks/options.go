@@ -69,7 +69,7 @@ func WithIdleTimeout(d time.Duration) Option {
 }
 
 // WithExtendedCard sets the card served by GetExtendedAgentCard when the
-// capabilities declare it. Without it the method answers
+// capabilities declare it. By default there is none: the method answers
 // ExtendedCardNotConfigured.
 func WithExtendedCard(f func(context.Context) (*a2a.AgentCard, error)) Option {
 	return optionFunc(func(cfg *engineConfig) { cfg.extendedCard = f })

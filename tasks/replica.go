@@ -36,10 +36,6 @@ type SharedStore interface {
 	WatchCancels(ctx context.Context, f func(a2a.TaskID)) error
 }
 
-// errLeaseLost is the cause set on an execution's context when another
-// replica took its task over.
-var errLeaseLost = errors.New("another replica took this task over")
-
 // tailBlock is how long one read of the followed logs waits for news; a
 // task followed meanwhile waits at most this long for its first event.
 const tailBlock = 250 * time.Millisecond

@@ -2,7 +2,6 @@ package tasks
 
 import (
 	"context"
-	"errors"
 	"iter"
 	"log/slog"
 	"strings"
@@ -11,12 +10,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 )
-
-// ErrShutdown is the cause ([context.Cause]) with which an execution's
-// context ends when [Engine.Shutdown] leaves its task for the next start to
-// resume. The executor should leave running what it handed to others (a
-// peer's task): it takes it up again then.
-var ErrShutdown = errors.New("the agent is shutting down; the task resumes at its next start")
 
 // A Resumer is an executor that can take up a task the previous process
 // left submitted or working, instead of the engine failing it: a delegation

@@ -13,13 +13,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 )
 
-// errCanceledByClient is the cause set on an execution's context when the
-// client cancels its task.
-var errCanceledByClient = errors.New("task canceled by the client")
-
-// errAgentIdle is the cause set when the executor stopped yielding events.
-var errAgentIdle = errors.New("agent stopped answering")
-
 // run is one execution of the agent for one task (or, for a task waiting for
 // input, one cancellation). Every event goes through emit, which checks and
 // applies it under mu, so the executor, a cancellation and the idle watchdog

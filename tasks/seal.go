@@ -19,11 +19,6 @@ import (
 // MinSecretBytes is the least key material [NewSealer] takes from each secret.
 const MinSecretBytes = 32
 
-// ErrUnsealable means a stored secret was sealed under a key the store was
-// not given (a key rotated out of the config, or another agent's), or was
-// altered: it is refused rather than sent anywhere.
-var ErrUnsealable = errors.New("push secret cannot be opened")
-
 // sealedPrefix starts every sealed value; the key id and the sealed bytes
 // follow: "sealed:v1:<key id>:<base64 of nonce and ciphertext>".
 const sealedPrefix = "sealed:v1:"

@@ -1,18 +1,12 @@
 package tasks
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 )
-
-// ErrInvalidEvent means an executor yielded an event that does not fit the
-// task: a wrong id, an update after a final state, an append to an unknown
-// artifact. The engine stops the execution and fails the task.
-var ErrInvalidEvent = errors.New("invalid event")
 
 // final reports whether a task in state s takes no more events from the
 // current execution: terminal states and the interrupted ones that wait for

@@ -2,31 +2,9 @@ package tasks
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-)
-
-// Errors returned by a [Store].
-var (
-	// ErrNotFound means the task (or push config) does not exist, or belongs
-	// to another owner: the two are never told apart.
-	ErrNotFound = errors.New("not found")
-	// ErrConflict means the task changed since the version the writer read.
-	ErrConflict = errors.New("concurrent modification")
-	// ErrCorrupt means a stored record could not be decoded.
-	ErrCorrupt = errors.New("corrupt record")
-	// ErrInvalidPageToken means a ListQuery's PageToken was not made by
-	// the store.
-	ErrInvalidPageToken = errors.New("invalid page token")
-	// ErrClosed is returned by a store's methods after Close.
-	ErrClosed = errors.New("store closed")
-	// ErrStoreFull means the store is out of room (a full disk or quota, a
-	// memory limit) and stored nothing of the write: the same write may
-	// succeed later. The engine keeps an acknowledged task's events and
-	// writes them again once the store takes them.
-	ErrStoreFull = errors.New("store full")
 )
 
 // Owner is the caller a task is bound to at creation. Every later read and
@@ -41,7 +19,9 @@ type Owner struct {
 // Snapshot is a task as of one point in its event log. A Snapshot handed out
 // by a Store or the Engine is immutable: callers must copy before changing.
 type Snapshot struct {
-	Task  *a2a.Task
+	// Task is the task as of Version.
+	Task *a2a.Task
+	// Owner is the caller the task is bound to.
 	Owner Owner
 	// Version is the sequence number of the last event applied; the first
 	// event of a task has sequence 1.
@@ -58,15 +38,21 @@ func IsUnfinished(s a2a.TaskState) bool {
 
 // Event is one entry of a task's event log.
 type Event struct {
-	Seq   uint64
+	// Seq is the event's position in the log, from 1.
+	Seq uint64
+	// Event is the A2A event as the executor yielded it (redacted where the
+	// executor asked for it).
 	Event a2a.Event
 }
 
 // ListQuery selects one owner's tasks, newest status first.
 type ListQuery struct {
-	Owner     Owner
+	// Owner is whose tasks are listed; no other owner's ever are.
+	Owner Owner
+	// ContextID, when set, keeps the tasks of that context.
 	ContextID string
-	State     a2a.TaskState
+	// State, when set, keeps the tasks in that state.
+	State a2a.TaskState
 	// UpdatedAfter, when set, keeps tasks whose status changed after it.
 	UpdatedAfter *time.Time
 	// PageSize is the number of tasks per page (1 to 100).
@@ -77,8 +63,11 @@ type ListQuery struct {
 
 // ListPage is one page of a [ListQuery].
 type ListPage struct {
-	Tasks         []*Snapshot
-	TotalSize     int
+	// Tasks are the page's tasks, newest status first.
+	Tasks []*Snapshot
+	// TotalSize counts every task the query selects, on all pages.
+	TotalSize int
+	// NextPageToken continues with the next page; empty on the last one.
 	NextPageToken string
 }
 
@@ -86,19 +75,24 @@ type ListPage struct {
 // deliveries: every event of the task's log up to Delivered has been
 // delivered or dead-lettered, in order.
 type PushDelivery struct {
-	Owner  Owner           `json:"owner"`
+	// Owner is the owner of the task, and so of the config.
+	Owner Owner `json:"owner"`
+	// Config is the push config, its secrets sealed at rest.
 	Config *a2a.PushConfig `json:"config"`
 	// Delivered is the sequence number of the last event handled.
 	Delivered uint64 `json:"delivered"`
-	// Attempts, FirstAttempt, NextAttempt and LastError describe the
-	// delivery of event Delivered+1 while it is being retried.
-	Attempts     int       `json:"attempts,omitempty"`
+	// Attempts counts the tries of event Delivered+1 while it is retried.
+	Attempts int `json:"attempts,omitempty"`
+	// FirstAttempt is when event Delivered+1 was first tried.
 	FirstAttempt time.Time `json:"first_attempt,omitzero"`
-	NextAttempt  time.Time `json:"next_attempt,omitzero"`
-	LastError    string    `json:"last_error,omitempty"`
-	// DeliveredCount counts the events delivered; Dead lists the ones given up.
-	DeliveredCount int            `json:"delivered_count,omitempty"`
-	Dead           []DeadDelivery `json:"dead,omitempty"`
+	// NextAttempt is when event Delivered+1 is tried again.
+	NextAttempt time.Time `json:"next_attempt,omitzero"`
+	// LastError is why the last try of event Delivered+1 failed.
+	LastError string `json:"last_error,omitempty"`
+	// DeliveredCount counts the events delivered.
+	DeliveredCount int `json:"delivered_count,omitempty"`
+	// Dead lists the events whose delivery was given up.
+	Dead []DeadDelivery `json:"dead,omitempty"`
 }
 
 // A PushJob is one entry of the push delivery queue that replicas share
@@ -112,10 +106,14 @@ type PushJob struct {
 
 // DeadDelivery is an event whose delivery was given up.
 type DeadDelivery struct {
-	Seq      uint64    `json:"seq"`
-	Attempts int       `json:"attempts"`
-	Reason   string    `json:"reason"`
-	At       time.Time `json:"at"`
+	// Seq is the event's sequence number.
+	Seq uint64 `json:"seq"`
+	// Attempts counts the tries it got.
+	Attempts int `json:"attempts"`
+	// Reason is why it was given up (the last error, or the deadline).
+	Reason string `json:"reason"`
+	// At is when it was given up.
+	At time.Time `json:"at"`
 }
 
 // Store keeps tasks, their event logs and their push configs. Every method

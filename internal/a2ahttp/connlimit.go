@@ -41,6 +41,7 @@ import (
 // may close one at any time, RFC 9112 §9.6); refusing instead would have
 // let a flood of idle connections shut out everyone else.
 type ConnLimiter struct {
+	// Listener is the listener whose connections are limited.
 	net.Listener
 	max, perIP int
 	log        *slog.Logger
