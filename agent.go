@@ -27,6 +27,7 @@ import (
 	"github.com/handoff-a2a/handoff/internal/a2ahttp"
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/internal/datadir"
+	"github.com/handoff-a2a/handoff/internal/metrics"
 	"github.com/handoff-a2a/handoff/push"
 	"github.com/handoff-a2a/handoff/tasks"
 	"github.com/handoff-a2a/handoff/tasks/boltstore"
@@ -62,6 +63,7 @@ type Agent struct {
 	authn   *auth.Authenticator
 	keys    *agentcard.KeySet
 	guard   *push.Guard
+	metrics *metrics.Registry // nil when metrics are off
 	// dispatcher delivers push notifications while Serve runs.
 	dispatcher atomic.Pointer[push.Dispatcher]
 	// extended is the extended card, set when the routes know the base URL.
@@ -172,16 +174,25 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 		return nil, err
 	}
 	rdb := sharedRedis(store)
-	tl, err := newTools(cfg, rdb, o.logger)
+	m := newMetrics(cfg)
+	tl, err := newTools(cfg, rdb, o.logger, m)
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, log: o.logger, store: store, tools: tl, authn: authn, keys: keys, guard: push.NewGuard(cfg.Push.AllowHosts)}
+	if m != nil && tl != nil {
+		if err := m.WatchServers(func() []metrics.ServerHealth { return serverHealth(tl.manager) }); err != nil {
+			store.Close()
+			tl.audit.Close()
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+	}
+	a := &Agent{cfg: cfg, log: o.logger, store: store, tools: tl, authn: authn, keys: keys, guard: push.NewGuard(cfg.Push.AllowHosts),
+		metrics: m}
 	a.selfHop.Store(&delegation.Hop{Agent: cfg.Name})
 	approvers := slices.Clone(cfg.Approvers)
 	a.approvers.Store(&approvers)
-	if a.del, err = newDelegating(cfg, rdb, tl, o.logger, func() delegation.Hop { return *a.selfHop.Load() }); err != nil {
+	if a.del, err = newDelegating(cfg, rdb, tl, o.logger, func() delegation.Hop { return *a.selfHop.Load() }, m); err != nil {
 		store.Close()
 		if tl != nil {
 			tl.audit.Close()
@@ -213,6 +224,9 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 		tasks.WithMaxConcurrent(cfg.Limits.MaxConcurrentTasks),
 		tasks.WithIdleTimeout(cfg.Limits.ExecutorIdleTimeout.Duration),
 		tasks.WithLogger(o.logger),
+	}
+	if m != nil {
+		engineOpts = append(engineOpts, tasks.WithObserver(m))
 	}
 	if cfg.Store.LeaseTTL != nil {
 		engineOpts = append(engineOpts, tasks.WithLeaseTTL(cfg.Store.LeaseTTL.Duration))
@@ -272,12 +286,20 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 
 	// Callers are authenticated on their headers, before any of the body
 	// is read: a caller without credentials never holds body memory.
-	face := a2ahttp.New(a.handler, a.authn,
+	faceOpts := []a2ahttp.Option{
 		a2ahttp.WithMaxBodyBytes(limit),
 		a2ahttp.WithBodyReadTimeout(a.cfg.Server.ReadTimeout.Duration),
 		a2ahttp.WithInflightBodyBytes(a.cfg.Server.MaxInflightBodyBytes),
 		a2ahttp.WithWriteStall(writeStallTimeout),
-		a2ahttp.WithLogger(a.log))
+		a2ahttp.WithLogger(a.log),
+	}
+	if a.metrics != nil {
+		faceOpts = append(faceOpts, a2ahttp.WithObserver(a.metrics))
+	}
+	face := a2ahttp.New(a.handler, a.authn, faceOpts...)
+	if a.metrics != nil && a.cfg.Metrics.Listen == "" {
+		mux.Handle("GET /metrics", face.Authenticated(a.metrics.Handler()))
+	}
 	jsonrpc := face.JSONRPC()
 	mux.Handle("POST "+pathJSONRPC, jsonrpc)
 	mux.Handle("POST "+pathJSONRPC+"/{$}", jsonrpc) // where a widely used test client posts
@@ -288,7 +310,7 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 	mux.Handle("GET /a2a/ledger", face.Authenticated(http.HandlerFunc(a.ledgerList)))
 	a.routeBlobs(mux, base, face)
 	a.routeMCP(mux, face)
-	grpcPath, grpcHandler := a2aconnect.NewHandler(a.handler, connect.WithReadMaxBytes(int(limit)))
+	grpcPath, grpcHandler := a2aconnect.NewHandler(face.Observed("grpc"), connect.WithReadMaxBytes(int(limit)))
 	mux.Handle(grpcPath, face.GRPC(grpcHandler))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -356,6 +378,15 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 			}
 		}()
 		defer func() { stopMCP(); <-mcpDone }()
+	}
+	if a.metrics != nil && a.cfg.Metrics.Listen != "" { // until the agent has stopped, so a scrape sees the shutdown
+		metricsCtx, stopMetrics := context.WithCancel(context.WithoutCancel(ctx))
+		waitMetrics, err := a.serveMetrics(metricsCtx)
+		if err != nil {
+			stopMetrics()
+			return err
+		}
+		defer func() { stopMetrics(); waitMetrics() }()
 	}
 	pushCtx, stopPush := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPush()

@@ -87,6 +87,9 @@ type Config struct {
 	MCPServer MCPFaceConfig `yaml:"mcp_server"`
 	// Card chooses the form the public card is served in.
 	Card CardSettings `yaml:"card"`
+	// Metrics serves Prometheus metrics. Default: at /metrics, behind the
+	// agent's authentication.
+	Metrics MetricsConfig `yaml:"metrics"`
 
 	path string // the file it came from, for messages
 }
@@ -687,6 +690,9 @@ func (c *Config) validate(doc *yaml.Node) error {
 	}
 	if err := c.MCPServer.validate(); err != nil {
 		bad("mcp_server.path", "%v", err)
+	}
+	if err := c.Metrics.validate(); err != nil {
+		bad("metrics.listen", "%v", err)
 	}
 	for _, d := range []struct {
 		key string

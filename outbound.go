@@ -14,6 +14,7 @@ import (
 	"github.com/handoff-a2a/handoff/artifacts"
 	"github.com/handoff-a2a/handoff/delegation"
 	"github.com/handoff-a2a/handoff/internal/datadir"
+	"github.com/handoff-a2a/handoff/internal/metrics"
 	"github.com/handoff-a2a/handoff/internal/skill"
 )
 
@@ -53,7 +54,7 @@ func openLedger(c *Config, rdb redis.UniversalClient) (commitLedger, error) {
 // newDelegating builds the outbound side when a skill delegates; nil
 // otherwise. rdb is the task store's Redis, nil on the embedded store; log
 // hears of peers refused or unreachable, and of each delegation's end.
-func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Logger, self func() delegation.Hop) (*delegating, error) {
+func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Logger, self func() delegation.Hop, m *metrics.Registry) (*delegating, error) {
 	var contracts []*acceptance.Contract
 	for _, s := range allSkills(c) {
 		if s.Delegate == nil {
@@ -89,7 +90,11 @@ func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Log
 		return nil, fmt.Errorf("%s: %w", c.path, err)
 	}
 	d := &delegating{ledger: ledger, artifacts: arts}
-	d.out = &skill.Outbound{Peers: dir, Sender: delegation.NewSender(), Gate: gate, Index: ledger, Artifacts: arts,
+	var index skill.Index = ledger
+	if m != nil {
+		index = observedIndex{ledger, m}
+	}
+	d.out = &skill.Outbound{Peers: dir, Sender: delegation.NewSender(), Gate: gate, Index: index, Artifacts: arts,
 		Self: self, BlobURL: d.blobURL, Log: log}
 	return d, nil
 }

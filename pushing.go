@@ -33,12 +33,17 @@ func pushExtension(jwks string) a2a.AgentExtension {
 // issuer (the agent's base URL).
 func (a *Agent) startPush(ctx context.Context, issuer string) (wait func()) {
 	c := a.cfg.Push
-	d := push.NewDispatcher(a.store, push.NewSigner(a.keys, issuer), a.guard.Client(c.Timeout.Duration),
+	opts := []push.DispatcherOption{
 		push.WithRetries(c.MaxAttempts, c.MaxAge.Duration),
 		push.WithBackoff(c.RetryDelay.Duration, 5*time.Minute),
 		push.WithTimeout(c.Timeout.Duration),
 		push.WithClaimIdle(a.cfg.Store.claimIdle()),
-		push.WithLogger(a.log))
+		push.WithLogger(a.log),
+	}
+	if a.metrics != nil {
+		opts = append(opts, push.WithObserver(a.metrics))
+	}
+	d := push.NewDispatcher(a.store, push.NewSigner(a.keys, issuer), a.guard.Client(c.Timeout.Duration), opts...)
 	a.dispatcher.Store(d)
 	done := make(chan struct{})
 	go func() {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/internal/datadir"
+	"github.com/handoff-a2a/handoff/internal/metrics"
 	"github.com/handoff-a2a/handoff/internal/skill"
 	"github.com/handoff-a2a/handoff/mcp"
 )
@@ -55,7 +56,7 @@ func openAudit(c *Config, rdb redis.UniversalClient) (auditLog, error) {
 // newTools builds the MCP manager and pipeline from the config; nil when the
 // agent has no MCP servers. rdb is the task store's Redis, nil on the
 // embedded store.
-func newTools(c *Config, rdb redis.UniversalClient, log *slog.Logger) (*tools, error) {
+func newTools(c *Config, rdb redis.UniversalClient, log *slog.Logger, obs *metrics.Registry) (*tools, error) {
 	if len(c.MCPServers) == 0 {
 		for _, s := range allSkills(c) {
 			if s.Executor == "mcp" {
@@ -72,6 +73,9 @@ func newTools(c *Config, rdb redis.UniversalClient, log *slog.Logger) (*tools, e
 	audit, err := openAudit(c, rdb)
 	if err != nil {
 		return nil, err
+	}
+	if obs != nil {
+		audit = observedAudit{audit, obs}
 	}
 	p, err := mcp.NewPipeline(m, contracts, audit, mcp.WithApprovers(func(p string) bool { return slices.Contains(c.Approvers, p) }))
 	if err != nil {

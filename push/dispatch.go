@@ -273,6 +273,10 @@ func (d *Dispatcher) step(ctx context.Context, w *worker) (more bool, wait time.
 		// Nothing is stored, and the next start sends the event again.
 		return true, 0, fmt.Errorf("deliver event %d: %w", ev.Seq, ctx.Err())
 	}
+	dead := reason != "" && (!retriable || pd.Attempts >= d.cfg.maxAttempts || now.Sub(pd.FirstAttempt) >= d.cfg.maxAge)
+	if o := d.cfg.observer; o != nil {
+		observeAttempt(o, ev.Event, reason == "", dead, d.cfg.now().Sub(now), d.cfg.now())
+	}
 	if reason != "" {
 		d.cfg.logger.Info("push: delivery attempt failed", slog.String("task_id", string(w.task)), slog.String("config", w.config),
 			slog.Uint64("seq", ev.Seq), slog.Int("attempt", pd.Attempts), slog.String("error", detail))
@@ -282,7 +286,7 @@ func (d *Dispatcher) step(ctx context.Context, w *worker) (more bool, wait time.
 		w.queue = w.queue[1:]
 		pd.Delivered, pd.DeliveredCount = ev.Seq, pd.DeliveredCount+1
 		pd.Attempts, pd.FirstAttempt, pd.NextAttempt, pd.LastError = 0, time.Time{}, time.Time{}, ""
-	case !retriable || pd.Attempts >= d.cfg.maxAttempts || now.Sub(pd.FirstAttempt) >= d.cfg.maxAge:
+	case dead:
 		d.cfg.logger.Warn("push: delivery dead-lettered", slog.String("task_id", string(w.task)), slog.String("config", w.config),
 			slog.Uint64("seq", ev.Seq), slog.Int("attempts", pd.Attempts), slog.String("reason", reason), slog.String("error", detail))
 		pd.Dead = append(pd.Dead, tasks.DeadDelivery{Seq: ev.Seq, Attempts: pd.Attempts, Reason: reason, At: now})

@@ -22,6 +22,7 @@ type dispatchConfig struct {
 	timeout     time.Duration
 	claimIdle   time.Duration
 	logger      *slog.Logger
+	observer    Observer
 	now         func() time.Time // time.Now; tests replace it
 }
 
@@ -53,6 +54,12 @@ func WithBackoff(first, limit time.Duration) DispatcherOption {
 // WithTimeout bounds one POST. The default is 10 s.
 func WithTimeout(d time.Duration) DispatcherOption {
 	return dispatcherOptionFunc(func(c *dispatchConfig) { c.timeout = d })
+}
+
+// WithObserver reports every delivery attempt to o (metrics). By default
+// attempts are not observed.
+func WithObserver(o Observer) DispatcherOption {
+	return dispatcherOptionFunc(func(c *dispatchConfig) { c.observer = o })
 }
 
 // WithLogger sets the logger for failed attempts, dead letters and store

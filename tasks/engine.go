@@ -113,7 +113,7 @@ func (e *Engine) recover(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("recover task %s: %w", snap.Task.ID, err)
 		}
-		if err := e.store.Append(ctx, next, []a2a.Event{ev}); err != nil {
+		if err := e.append(ctx, snap, next, []a2a.Event{ev}); err != nil {
 			return fmt.Errorf("recover task %s: %w", snap.Task.ID, err)
 		}
 		e.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "task failed by restart", slog.String("task_id", string(snap.Task.ID)))

@@ -29,6 +29,7 @@ type engineConfig struct {
 	// idempotencyKey reads a message's idempotency key; nil: none has one.
 	idempotencyKey func(*a2a.Message) string
 	listPageBytes  int
+	observer       Observer
 }
 
 func defaultConfig() engineConfig {
@@ -157,4 +158,10 @@ func WithListPageBytes(n int) Option {
 			cfg.listPageBytes = n
 		}
 	})
+}
+
+// WithObserver reports every append the engine makes, and every state a
+// task enters with it, to o (metrics). By default nothing is observed.
+func WithObserver(o Observer) Option {
+	return optionFunc(func(cfg *engineConfig) { cfg.observer = o })
 }

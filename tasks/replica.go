@@ -302,7 +302,7 @@ func (e *Engine) takeOver(ctx context.Context, owner Owner, id a2a.TaskID) error
 	if err != nil {
 		return fmt.Errorf("take over task %s: %w", id, err)
 	}
-	if err := e.store.Append(ctx, next, []a2a.Event{ev}); err != nil {
+	if err := e.append(ctx, snap, next, []a2a.Event{ev}); err != nil {
 		return fmt.Errorf("take over task %s: %w", id, err)
 	}
 	if f := e.cfg.onCommit; f != nil { // push delivery of the failure

@@ -129,7 +129,7 @@ func (r *run) writeLoop() {
 		if len(evs) == 0 || failed {
 			continue
 		}
-		err := r.e.store.Append(context.WithoutCancel(r.ctx), next, evs)
+		err := r.e.append(context.WithoutCancel(r.ctx), prev, next, evs)
 		if err == nil && prev == nil && r.pushConfig != nil {
 			c := *r.pushConfig
 			c.TaskID = r.ec.TaskID

@@ -37,8 +37,9 @@ func New(h a2asrv.RequestHandler, authn *auth.Authenticator, opts ...Option) *Fa
 // streamJSONRPC; every other request, and every answer the fast path leaves,
 // is a2a-go's.
 func (f *Face) JSONRPC() http.Handler {
+	h := f.Observed("jsonrpc")
 	return authenticate(f.authn, bindingJSONRPC, limitBody(f.bodies, true, jsonrpcMend(versioned(
-		streamJSONRPC(f.h), a2av0.NewJSONRPCHandler(f.h), true))))
+		streamJSONRPC(h), a2av0.NewJSONRPCHandler(h), true))))
 }
 
 // REST serves the HTTP+JSON binding under prefix: A2A 1.0, or 0.3 by the
@@ -47,9 +48,10 @@ func (f *Face) JSONRPC() http.Handler {
 // dialect. A stream that fails before its first event is answered with an
 // HTTP error.
 func (f *Face) REST(prefix string) http.Handler {
+	h := f.Observed("rest")
 	return authenticate(f.authn, bindingREST, limitBody(f.bodies, false, restDeleteBody(versioned(
-		sseErrorAsHTTP(http.StripPrefix(prefix, a2asrv.NewRESTHandler(f.h))),
-		http.StripPrefix(prefix, rest03Routes(f.h)), false))))
+		sseErrorAsHTTP(http.StripPrefix(prefix, a2asrv.NewRESTHandler(h))),
+		http.StripPrefix(prefix, rest03Routes(h)), false))))
 }
 
 // GRPC puts h, the gRPC binding's handler, behind the caller check, with

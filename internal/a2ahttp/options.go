@@ -19,6 +19,7 @@ type config struct {
 	inflight   int64
 	writeStall time.Duration
 	log        *slog.Logger
+	observer   Observer
 }
 
 func newConfig(opts []Option) config {
@@ -53,3 +54,7 @@ func WithWriteStall(d time.Duration) Option { return optionFunc(func(c *config) 
 // WithLogger sets the logger of the request log (one debug line per request)
 // and of a2a-go's transports. The default is slog.Default().
 func WithLogger(l *slog.Logger) Option { return optionFunc(func(c *config) { c.log = l }) }
+
+// WithObserver reports every A2A request of the JSON-RPC, REST and gRPC
+// bindings to o (metrics). By default requests are not observed.
+func WithObserver(o Observer) Option { return optionFunc(func(c *config) { c.observer = o }) }

@@ -1,0 +1,121 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/handoff-a2a/handoff/acceptance"
+	"github.com/handoff-a2a/handoff/internal/metrics"
+	"github.com/handoff-a2a/handoff/mcp"
+)
+
+// MetricsConfig is the metrics section: Prometheus metrics of the agent's
+// requests, tasks, store, push deliveries, tool calls, delegations and MCP
+// servers (README, "Metrics").
+type MetricsConfig struct {
+	// Enabled serves the metrics. Default true.
+	Enabled *bool `yaml:"enabled"`
+	// Listen serves them on an address of their own (say 127.0.0.1:9464),
+	// without authentication, instead of at /metrics of the agent's
+	// listener behind its authentication.
+	Listen string `yaml:"listen"`
+}
+
+// on reports whether the metrics are served.
+func (m *MetricsConfig) on() bool { return m.Enabled == nil || *m.Enabled }
+
+// validate checks the metrics section.
+func (m *MetricsConfig) validate() error {
+	if m.Listen == "" {
+		return nil
+	}
+	if !m.on() {
+		return errors.New("is set but metrics are not enabled")
+	}
+	if _, _, err := net.SplitHostPort(m.Listen); err != nil {
+		return fmt.Errorf("%q is not a host:port address: %w", m.Listen, err)
+	}
+	return nil
+}
+
+// newMetrics returns the agent's metrics registry, nil when they are off.
+func newMetrics(c *Config) *metrics.Registry {
+	if !c.Metrics.on() {
+		return nil
+	}
+	return metrics.New()
+}
+
+// serverHealth is each MCP server's state and tool count, for a scrape.
+func serverHealth(m *mcp.Manager) []metrics.ServerHealth {
+	tools := map[string]int{}
+	for _, t := range m.Snapshot().Tools {
+		tools[t.Server]++
+	}
+	var out []metrics.ServerHealth
+	for _, s := range m.Servers() {
+		out = append(out, metrics.ServerHealth{Name: s.Name, Up: s.State == mcp.StateReady, Tools: tools[s.Name]})
+	}
+	return out
+}
+
+// observedAudit reports each audit record, one per call through the
+// pipeline, to the metrics as it is appended.
+type observedAudit struct {
+	auditLog
+	m *metrics.Registry
+}
+
+func (o observedAudit) Append(ctx context.Context, rec *mcp.AuditRecord) error {
+	err := o.auditLog.Append(ctx, rec)
+	o.m.ToolCall(rec.Tool, string(rec.Decision), string(rec.Outcome), rec.Duration)
+	return err
+}
+
+// observedIndex reports delegations as the delegate skill indexes them: a
+// new one when it is first written, a gate decision each time one is.
+type observedIndex struct {
+	commitLedger
+	m *metrics.Registry
+}
+
+func (o observedIndex) Track(ctx context.Context, d *acceptance.Delegation) error {
+	err := o.commitLedger.Track(ctx, d)
+	switch {
+	case d.Outcome != "":
+		o.m.GateDecided(d.Skill, d.Peer, d.Outcome)
+	case d.RemoteTaskID == "" && d.RemoteState == "":
+		o.m.DelegationStarted(d.Skill, d.Peer)
+	}
+	return err
+}
+
+// serveMetrics serves /metrics on the metrics section's own address until
+// ctx ends. It returns once the listener is bound, or its error.
+func (a *Agent) serveMetrics(ctx context.Context) (wait func(), err error) {
+	ln, err := net.Listen("tcp", a.cfg.Metrics.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("metrics.listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", a.metrics.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Error("metrics server stopped", slog.Any("error", err))
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	a.log.Info("metrics serving", slog.String("address", ln.Addr().String()))
+	return func() { <-done }, nil
+}
