@@ -28,6 +28,7 @@ import (
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/internal/datadir"
 	"github.com/handoff-a2a/handoff/internal/metrics"
+	"github.com/handoff-a2a/handoff/internal/tracing"
 	"github.com/handoff-a2a/handoff/push"
 	"github.com/handoff-a2a/handoff/tasks"
 	"github.com/handoff-a2a/handoff/tasks/boltstore"
@@ -64,6 +65,7 @@ type Agent struct {
 	keys    *agentcard.KeySet
 	guard   *push.Guard
 	metrics *metrics.Registry // nil when metrics are off
+	tracing *tracing.Tracing  // nil unless the OTEL_* environment asks for traces
 	// dispatcher delivers push notifications while Serve runs.
 	dispatcher atomic.Pointer[push.Dispatcher]
 	// extended is the extended card, set when the routes know the base URL.
@@ -174,8 +176,16 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 		return nil, err
 	}
 	rdb := sharedRedis(store)
-	m := newMetrics(cfg)
-	tl, err := newTools(cfg, rdb, o.logger, m)
+	tel, err := newTelemetry(ctx, cfg)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	if tel.tracing != nil {
+		o.logger = slog.New(tracing.LogHandler(o.logger.Handler()))
+	}
+	m := tel.metrics
+	tl, err := newTools(cfg, rdb, o.logger, tel)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -188,11 +198,11 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 		}
 	}
 	a := &Agent{cfg: cfg, log: o.logger, store: store, tools: tl, authn: authn, keys: keys, guard: push.NewGuard(cfg.Push.AllowHosts),
-		metrics: m}
+		metrics: m, tracing: tel.tracing}
 	a.selfHop.Store(&delegation.Hop{Agent: cfg.Name})
 	approvers := slices.Clone(cfg.Approvers)
 	a.approvers.Store(&approvers)
-	if a.del, err = newDelegating(cfg, rdb, tl, o.logger, func() delegation.Hop { return *a.selfHop.Load() }, m); err != nil {
+	if a.del, err = newDelegating(cfg, rdb, tl, o.logger, func() delegation.Hop { return *a.selfHop.Load() }, tel); err != nil {
 		store.Close()
 		if tl != nil {
 			tl.audit.Close()
@@ -227,6 +237,9 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 	}
 	if m != nil {
 		engineOpts = append(engineOpts, tasks.WithObserver(m))
+	}
+	if tel.tracing != nil {
+		engineOpts = append(engineOpts, tasks.WithTracerProvider(tel.tracing.Provider()))
 	}
 	if cfg.Store.LeaseTTL != nil {
 		engineOpts = append(engineOpts, tasks.WithLeaseTTL(cfg.Store.LeaseTTL.Duration))
@@ -327,6 +340,9 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 		}
 		fmt.Fprintf(w, "ok (store %s)\n", a.cfg.Store.Kind)
 	})
+	if a.tracing != nil {
+		return face.Outermost(a.tracing.Handler(mux, "a2a")), nil
+	}
 	return face.Outermost(mux), nil
 }
 
@@ -444,6 +460,13 @@ func (a *Agent) Close() error {
 		if a.del != nil {
 			if err := a.del.ledger.Close(); err != nil && a.closeErr == nil {
 				a.closeErr = fmt.Errorf("close ledger: %w", err)
+			}
+		}
+		if a.tracing != nil { // export the spans still buffered
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := a.tracing.Shutdown(ctx); err != nil {
+				a.log.Warn("export the last traces", slog.Any("error", err))
 			}
 		}
 	})

@@ -9,8 +9,13 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/handoff-a2a/handoff/acceptance"
 	"github.com/handoff-a2a/handoff/internal/metrics"
+	"github.com/handoff-a2a/handoff/internal/tracing"
 	"github.com/handoff-a2a/handoff/mcp"
 )
 
@@ -43,12 +48,33 @@ func (m *MetricsConfig) validate() error {
 	return nil
 }
 
-// newMetrics returns the agent's metrics registry, nil when they are off.
-func newMetrics(c *Config) *metrics.Registry {
-	if !c.Metrics.on() {
+// telemetry is what the agent reports to: its metrics (nil when off) and
+// its traces (nil unless the OTEL_* environment asks for them).
+type telemetry struct {
+	metrics *metrics.Registry
+	tracing *tracing.Tracing
+}
+
+// newTelemetry returns the agent's metrics and tracing.
+func newTelemetry(ctx context.Context, c *Config) (telemetry, error) {
+	var t telemetry
+	if c.Metrics.on() {
+		t.metrics = metrics.New()
+	}
+	tr, err := tracing.Setup(ctx, c.Name)
+	if err != nil {
+		return t, err
+	}
+	t.tracing = tr
+	return t, nil
+}
+
+// tracer is the root package's tracer, nil without tracing.
+func (t telemetry) tracer() trace.Tracer {
+	if t.tracing == nil {
 		return nil
 	}
-	return metrics.New()
+	return t.tracing.Tracer("github.com/handoff-a2a/handoff")
 }
 
 // serverHealth is each MCP server's state and tool count, for a scrape.
@@ -65,15 +91,28 @@ func serverHealth(m *mcp.Manager) []metrics.ServerHealth {
 }
 
 // observedAudit reports each audit record, one per call through the
-// pipeline, to the metrics as it is appended.
+// pipeline, as it is appended: to the metrics, and as a span of the call
+// (from the record's start and duration) under the task's execution.
 type observedAudit struct {
 	auditLog
-	m *metrics.Registry
+	m      *metrics.Registry // nil: no metrics
+	tracer trace.Tracer      // nil: no spans
 }
 
 func (o observedAudit) Append(ctx context.Context, rec *mcp.AuditRecord) error {
 	err := o.auditLog.Append(ctx, rec)
-	o.m.ToolCall(rec.Tool, string(rec.Decision), string(rec.Outcome), rec.Duration)
+	if o.m != nil {
+		o.m.ToolCall(rec.Tool, string(rec.Decision), string(rec.Outcome), rec.Duration)
+	}
+	if o.tracer != nil {
+		_, span := o.tracer.Start(ctx, "mcp.call "+rec.Tool, trace.WithTimestamp(rec.Time), trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attribute.String("mcp.tool", rec.Tool), attribute.String("handoff.policy_decision", string(rec.Decision)),
+				attribute.String("handoff.outcome", string(rec.Outcome)), attribute.String("mcp.snapshot_version", rec.SnapshotVersion)))
+		if rec.Outcome != mcp.OutcomeSuccess {
+			span.SetStatus(codes.Error, rec.Reason)
+		}
+		span.End(trace.WithTimestamp(rec.Time.Add(rec.Duration)))
+	}
 	return err
 }
 

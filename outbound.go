@@ -14,7 +14,6 @@ import (
 	"github.com/handoff-a2a/handoff/artifacts"
 	"github.com/handoff-a2a/handoff/delegation"
 	"github.com/handoff-a2a/handoff/internal/datadir"
-	"github.com/handoff-a2a/handoff/internal/metrics"
 	"github.com/handoff-a2a/handoff/internal/skill"
 )
 
@@ -54,7 +53,7 @@ func openLedger(c *Config, rdb redis.UniversalClient) (commitLedger, error) {
 // newDelegating builds the outbound side when a skill delegates; nil
 // otherwise. rdb is the task store's Redis, nil on the embedded store; log
 // hears of peers refused or unreachable, and of each delegation's end.
-func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Logger, self func() delegation.Hop, m *metrics.Registry) (*delegating, error) {
+func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Logger, self func() delegation.Hop, tel telemetry) (*delegating, error) {
 	var contracts []*acceptance.Contract
 	for _, s := range allSkills(c) {
 		if s.Delegate == nil {
@@ -91,10 +90,14 @@ func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Log
 	}
 	d := &delegating{ledger: ledger, artifacts: arts}
 	var index skill.Index = ledger
-	if m != nil {
-		index = observedIndex{ledger, m}
+	if tel.metrics != nil {
+		index = observedIndex{ledger, tel.metrics}
 	}
-	d.out = &skill.Outbound{Peers: dir, Sender: delegation.NewSender(), Gate: gate, Index: index, Artifacts: arts,
+	var sopts []delegation.SenderOption
+	if tel.tracing != nil { // each request to a peer a span, its traceparent sent on
+		sopts = append(sopts, delegation.WithTransport(tel.tracing.Transport(nil)))
+	}
+	d.out = &skill.Outbound{Peers: dir, Sender: delegation.NewSender(sopts...), Gate: gate, Index: index, Artifacts: arts,
 		Self: self, BlobURL: d.blobURL, Log: log}
 	return d, nil
 }

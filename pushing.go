@@ -43,7 +43,11 @@ func (a *Agent) startPush(ctx context.Context, issuer string) (wait func()) {
 	if a.metrics != nil {
 		opts = append(opts, push.WithObserver(a.metrics))
 	}
-	d := push.NewDispatcher(a.store, push.NewSigner(a.keys, issuer), a.guard.Client(c.Timeout.Duration), opts...)
+	client := a.guard.Client(c.Timeout.Duration)
+	if a.tracing != nil { // each delivery a span, its traceparent sent to the webhook
+		client.Transport = a.tracing.Transport(client.Transport)
+	}
+	d := push.NewDispatcher(a.store, push.NewSigner(a.keys, issuer), client, opts...)
 	a.dispatcher.Store(d)
 	done := make(chan struct{})
 	go func() {

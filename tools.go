@@ -13,7 +13,6 @@ import (
 
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/internal/datadir"
-	"github.com/handoff-a2a/handoff/internal/metrics"
 	"github.com/handoff-a2a/handoff/internal/skill"
 	"github.com/handoff-a2a/handoff/mcp"
 )
@@ -56,7 +55,7 @@ func openAudit(c *Config, rdb redis.UniversalClient) (auditLog, error) {
 // newTools builds the MCP manager and pipeline from the config; nil when the
 // agent has no MCP servers. rdb is the task store's Redis, nil on the
 // embedded store.
-func newTools(c *Config, rdb redis.UniversalClient, log *slog.Logger, obs *metrics.Registry) (*tools, error) {
+func newTools(c *Config, rdb redis.UniversalClient, log *slog.Logger, tel telemetry) (*tools, error) {
 	if len(c.MCPServers) == 0 {
 		for _, s := range allSkills(c) {
 			if s.Executor == "mcp" {
@@ -65,7 +64,11 @@ func newTools(c *Config, rdb redis.UniversalClient, log *slog.Logger, obs *metri
 		}
 		return nil, nil
 	}
-	m, err := mcp.NewManager(serverConfigs(c), mcp.WithLogger(log))
+	mopts := []mcp.ManagerOption{mcp.WithLogger(log)}
+	if tel.tracing != nil { // traceparent into MCP HTTP requests
+		mopts = append(mopts, mcp.WithHTTPClient(&http.Client{Transport: tel.tracing.Transport(nil)}))
+	}
+	m, err := mcp.NewManager(serverConfigs(c), mopts...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: mcp_servers: %w", c.path, err)
 	}
@@ -74,8 +77,8 @@ func newTools(c *Config, rdb redis.UniversalClient, log *slog.Logger, obs *metri
 	if err != nil {
 		return nil, err
 	}
-	if obs != nil {
-		audit = observedAudit{audit, obs}
+	if tel.metrics != nil || tel.tracing != nil {
+		audit = observedAudit{audit, tel.metrics, tel.tracer()}
 	}
 	p, err := mcp.NewPipeline(m, contracts, audit, mcp.WithApprovers(func(p string) bool { return slices.Contains(c.Approvers, p) }))
 	if err != nil {

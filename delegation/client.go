@@ -31,8 +31,12 @@ type Sender struct {
 // (streams are long: contexts bound every call). It follows a peer's task
 // until the task ends or ctx does, and gives up sooner only when the peer
 // answered neither a subscribe nor a GetTask 6 times in a row.
-func NewSender() *Sender {
-	return &Sender{http: &http.Client{}, resubscribes: 5}
+func NewSender(opts ...SenderOption) *Sender {
+	s := &Sender{http: &http.Client{}, resubscribes: 5}
+	for _, o := range opts {
+		o.applySender(s)
+	}
+	return s
 }
 
 // extensionHeader activates the envelope extension on every request.

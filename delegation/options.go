@@ -63,3 +63,16 @@ func newDirConfig(opts []Option) dirConfig {
 	cfg.client = &client
 	return cfg
 }
+
+// A SenderOption configures a [Sender].
+type SenderOption interface{ applySender(*Sender) }
+
+type senderOptionFunc func(*Sender)
+
+func (f senderOptionFunc) applySender(s *Sender) { f(s) }
+
+// WithTransport sends every request to peers through rt (tracing, say).
+// By default Go's default transport is used.
+func WithTransport(rt http.RoundTripper) SenderOption {
+	return senderOptionFunc(func(s *Sender) { s.http.Transport = rt })
+}

@@ -19,8 +19,17 @@ import (
 // binary. name labels its errors and, when the test failed, its log.
 func launch(t *testing.T, name, config, addr, dataDir string) *agent {
 	t.Helper()
+	return launchEnv(t, name, config, addr, dataDir, nil)
+}
+
+// launchEnv is launch with env (NAME=VALUE) added to the test's environment.
+func launchEnv(t *testing.T, name, config, addr, dataDir string, env []string) *agent {
+	t.Helper()
 	a := &agent{t: t, dataDir: dataDir, addr: addr, base: "http://" + addr, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	a.cmd = exec.Command(handoffBin, "serve", "--config", config, "--listen", addr, "--data-dir", dataDir)
+	if env != nil {
+		a.cmd.Env = append(os.Environ(), env...)
+	}
 	a.cmd.Stdout, a.cmd.Stderr = a.stderr, a.stderr
 	if err := a.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // An Observer hears of what the engine stores ([WithObserver]): metrics.
@@ -21,13 +24,26 @@ type Observer interface {
 // append stores evs, which move a task from prev (nil: a new task) to
 // next, and reports the append to the observer.
 func (e *Engine) append(ctx context.Context, prev, next *Snapshot, evs []a2a.Event) error {
-	o := e.cfg.observer
-	if o == nil {
+	o, t := e.cfg.observer, e.cfg.tracer
+	if o == nil && t == nil {
 		return e.store.Append(ctx, next, evs)
+	}
+	if t != nil {
+		var span trace.Span
+		ctx, span = t.Start(ctx, "handoff.store.append", trace.WithAttributes(
+			attribute.String("a2a.task_id", string(next.Task.ID)), attribute.Int("handoff.events", len(evs))))
+		defer span.End()
 	}
 	start := time.Now()
 	err := e.store.Append(ctx, next, evs)
-	observeAppend(o, prev, evs, err, time.Since(start))
+	if o != nil {
+		observeAppend(o, prev, evs, err, time.Since(start))
+	}
+	if err != nil && t != nil {
+		sp := trace.SpanFromContext(ctx)
+		sp.RecordError(err)
+		sp.SetStatus(codes.Error, "append failed")
+	}
 	return err
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // An Option configures an [Engine].
@@ -30,6 +31,7 @@ type engineConfig struct {
 	idempotencyKey func(*a2a.Message) string
 	listPageBytes  int
 	observer       Observer
+	tracer         trace.Tracer // nil: no spans
 }
 
 func defaultConfig() engineConfig {
@@ -164,4 +166,11 @@ func WithListPageBytes(n int) Option {
 // task enters with it, to o (metrics). By default nothing is observed.
 func WithObserver(o Observer) Option {
 	return optionFunc(func(cfg *engineConfig) { cfg.observer = o })
+}
+
+// WithTracerProvider has the engine trace each task's execution and each
+// append to the store with tp's tracer, the execution's span a child of the
+// request that started it. By default nothing is traced.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(cfg *engineConfig) { cfg.tracer = tp.Tracer("github.com/handoff-a2a/handoff/tasks") })
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // run is one execution of the agent for one task (or, for a task waiting for
@@ -267,7 +269,22 @@ func (r *run) execute() {
 			return
 		}
 	}
-	for ev, err := range events(r.ctx, r.ec) {
+	ctx := r.ctx
+	if t := r.e.cfg.tracer; t != nil {
+		var span trace.Span
+		ctx, span = t.Start(ctx, "handoff.task.execute", trace.WithAttributes(
+			attribute.String("a2a.task_id", string(r.ec.TaskID)), attribute.String("a2a.context_id", r.ec.ContextID),
+			attribute.Bool("handoff.resumed", r.resume)))
+		defer func() {
+			r.mu.Lock()
+			if r.cur != nil {
+				span.SetAttributes(attribute.String("a2a.task_state", string(r.cur.Task.Status.State)))
+			}
+			r.mu.Unlock()
+			span.End()
+		}()
+	}
+	for ev, err := range events(ctx, r.ec) {
 		if err != nil {
 			r.mu.Lock()
 			if r.ended { // canceled, stalled or shut down: the error is the echo of that
