@@ -85,7 +85,8 @@ func (r *otlpReceiver) snapshot() []otlpSpan {
 // back, which answers with its MCP tool; each agent exports to one OTLP
 // receiver. One trace id spans the three agents' spans, and each agent's
 // inbound request span is the child of the request span of the agent that
-// called it (W3C traceparent carried on every hop).
+// called it (W3C traceparent carried on every hop). Each agent's /metrics
+// counts the same work: the delegations, the gate's decision, the tool call.
 func TestTraceAcrossThreeAgents(t *testing.T) {
 	otlp := newOTLPReceiver(t)
 	env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlp.srv.URL, "OTEL_BSP_SCHEDULE_DELAY=100"}
@@ -162,6 +163,26 @@ tool_contracts: [{tool: notes__stats, effect: read, risk: low, approval: none}]
 	for _, want := range []string{"front handoff.task.execute", "middle handoff.task.execute", "back handoff.task.execute", "back mcp.call notes__stats", "front handoff.store.append"} {
 		if !names[want] {
 			t.Errorf("no span %q in the trace; spans: %v", want, names)
+		}
+	}
+
+	// The same work in each agent's metrics.
+	for _, c := range []struct {
+		a      *agent
+		sample string
+	}{
+		{front, `handoff_delegations_total{peer="middle",skill="count-all"} 1`},
+		{front, `handoff_gate_decisions_total{decision="committed",peer="middle",skill="count-all"} 1`},
+		{middle, `handoff_delegations_total{peer="back",skill="count"} 1`},
+		{back, `handoff_tool_calls_total{decision="allow",outcome="success",tool="notes__stats"} 1`},
+		{back, `handoff_mcp_server_up{server="notes"} 1`},
+	} {
+		status, body, err := httpGet(t.Context(), c.a.base+"/metrics")
+		if err != nil || status != http.StatusOK {
+			t.Fatalf("GET %s/metrics: %d %v", c.a.base, status, err)
+		}
+		if !strings.Contains(body, c.sample+"\n") {
+			t.Errorf("%s/metrics has no line %q", c.a.base, c.sample)
 		}
 	}
 }
