@@ -71,13 +71,13 @@ func writeField(h hash.Hash, f string) {
 }
 
 // mayApprove reports whether principal may approve calls under this policy ([WithApprovers]).
-func (pol *policy) mayApprove(principal string) bool {
+func (pol *governance) mayApprove(principal string) bool {
 	return principal != "" && pol.cfg.isApprover != nil && pol.cfg.isApprover(principal)
 }
 
 // checkApproval reports why an approval does not let this proposal run, or "" if it does.
 // The reasons name no argument values, only what did not match.
-func (pol *policy) checkApproval(prop Proposal, digest string, a *Approval) string {
+func (pol *governance) checkApproval(prop Proposal, digest string, a *Approval) string {
 	switch {
 	case !pol.mayApprove(a.Approver):
 		return fmt.Sprintf("approval refused: %q may not approve tool calls", a.Approver)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/handoff-a2a/handoff/mcp/policy"
 )
 
 // Options follow connect-go's scheme: a ManagerOption configures a [Manager],
@@ -76,6 +78,7 @@ type pipelineConfig struct {
 	isApprover   func(principal string) bool // nil: nobody may approve
 	key          []byte
 	deny         []string
+	rules        []policy.Rule
 	auditTimeout time.Duration
 }
 
@@ -182,4 +185,11 @@ func WithApprovalKey(key []byte) PipelineOption {
 // Manager's per-server filters already hide tools from the catalog.
 func WithDeny(globs ...string) PipelineOption {
 	return pipelineOptionFunc(func(c *pipelineConfig) { c.deny = append(c.deny, globs...) })
+}
+
+// WithPolicy adds policy rules (see [policy.Rule]) after the WithDeny globs. By default there
+// are none, and the contracts alone decide (see [Decision]). The rules are compiled by
+// [NewPipeline] and [Pipeline.Reconfigure], which refuse a set with any problem.
+func WithPolicy(rules ...policy.Rule) PipelineOption {
+	return pipelineOptionFunc(func(c *pipelineConfig) { c.rules = append(c.rules, rules...) })
 }

@@ -60,3 +60,21 @@ func BenchmarkExtract(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecideConditions: 20 conditions that are evaluated and fail, as in
+// BenchmarkPolicyOverhead's rules.
+func BenchmarkDecideConditions(b *testing.B) {
+	var rules []policy.Rule
+	for i := range 20 {
+		rules = append(rules, policy.Rule{ID: fmt.Sprintf("c%d", i), Layer: "ask", Tools: []string{"mem__*"}, When: fmt.Sprintf("args.text == 'x%d'", i)})
+	}
+	p, err := policy.New(rules, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &policy.Call{Tool: "mem__echo", Contracted: true, Effect: "read", Risk: "low", Args: map[string]any{"text": "hello"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Decide(c)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 )
 
@@ -400,55 +402,88 @@ func resourcesMatch(rs []Resource, kind Kind, prefixes []string, every bool, und
 	return every && seen
 }
 
-// activation is the variables of a When condition for one call.
+// activation is the variables of a When condition for one call. Each is made a CEL value at
+// its first use in a decision, args deeply (so that reading a field allocates nothing), and
+// then shared by every condition that reads it.
 type activation struct {
-	c                *Call
-	paths, urls, ids []string
+	c    *Call
+	vals [len(celVars)]ref.Val
 }
 
-func newActivation(c *Call) *activation {
-	a := &activation{c: c, paths: []string{}, urls: []string{}, ids: []string{}}
-	for _, r := range c.Resources {
-		switch r.Kind {
-		case KindPath:
-			a.paths = append(a.paths, r.Value)
-		case KindURL:
-			a.urls = append(a.urls, r.Value)
-		case KindID:
-			a.ids = append(a.ids, r.Value)
-		}
-	}
-	return a
-}
+// celVars are the variables a When sees, in activation order.
+var celVars = [...]string{"principal", "tenant", "skill", "tool", "effect", "risk", "args", "paths", "urls", "ids"}
+
+func newActivation(c *Call) *activation { return &activation{c: c} }
 
 // ResolveName implements cel-go's interpreter.Activation.
 func (a *activation) ResolveName(name string) (any, bool) {
-	switch name {
-	case "principal":
-		return a.c.Principal, true
-	case "tenant":
-		return a.c.Tenant, true
-	case "skill":
-		return a.c.Skill, true
-	case "tool":
-		return a.c.Tool, true
-	case "effect":
-		return a.c.Effect, true
-	case "risk":
-		return a.c.Risk, true
-	case "args":
-		if a.c.Args == nil {
-			return map[string]any{}, true
+	for i, n := range celVars {
+		if n != name {
+			continue
 		}
-		return a.c.Args, true
-	case "paths":
-		return a.paths, true
-	case "urls":
-		return a.urls, true
-	case "ids":
-		return a.ids, true
+		if a.vals[i] == nil {
+			a.vals[i] = a.value(i)
+		}
+		return a.vals[i], true
 	}
 	return nil, false
+}
+
+func (a *activation) value(i int) ref.Val {
+	c := a.c
+	switch celVars[i] {
+	case "principal":
+		return types.String(c.Principal)
+	case "tenant":
+		return types.String(c.Tenant)
+	case "skill":
+		return types.String(c.Skill)
+	case "tool":
+		return types.String(c.Tool)
+	case "effect":
+		return types.String(c.Effect)
+	case "risk":
+		return types.String(c.Risk)
+	case "args":
+		if c.Args == nil {
+			return celValue(map[string]any{})
+		}
+		return celValue(c.Args)
+	}
+	kind := KindID
+	switch celVars[i] {
+	case "paths":
+		kind = KindPath
+	case "urls":
+		kind = KindURL
+	}
+	var vals []ref.Val
+	for _, r := range c.Resources {
+		if r.Kind == kind {
+			vals = append(vals, types.String(r.Value))
+		}
+	}
+	return types.NewRefValList(types.DefaultTypeAdapter, vals)
+}
+
+// celValue converts decoded JSON to CEL values all the way down.
+func celValue(v any) ref.Val {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[ref.Val]ref.Val, len(v))
+		for k, e := range v {
+			m[types.String(k)] = celValue(e)
+		}
+		return types.NewRefValMap(types.DefaultTypeAdapter, m)
+	case []any:
+		l := make([]ref.Val, len(v))
+		for i, e := range v {
+			l[i] = celValue(e)
+		}
+		return types.NewRefValList(types.DefaultTypeAdapter, l)
+	default:
+		return types.DefaultTypeAdapter.NativeToValue(v)
+	}
 }
 
 // Parent implements cel-go's interpreter.Activation: there is none.
