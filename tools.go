@@ -63,7 +63,7 @@ func newTools(c *Config, rdb redis.UniversalClient, log *slog.Logger) (*tools, e
 	if err != nil {
 		return nil, err
 	}
-	p, err := mcp.NewPipeline(m, contracts, audit, mcp.WithApprovers(func(p string) bool { return slices.Contains(c.Approvers, p) }))
+	p, err := mcp.NewPipeline(m, contracts, audit, mcp.WithApprovers(func(p string) bool { return slices.Contains(c.Approvers, p) }), policyOptions(c))
 	if err != nil {
 		audit.Close()
 		return nil, fmt.Errorf("%s: tool_contracts: %w", c.path, err)
@@ -94,7 +94,7 @@ func toolContracts(c *Config) []mcp.Contract {
 	for _, tc := range c.ToolContracts {
 		ct := mcp.Contract{Tool: tc.Tool, Effect: mcp.Effect(tc.Effect), Risk: mcp.Risk(tc.Risk),
 			Approval: mcp.ApprovalMode(tc.Approval), Redact: tc.Redact, OutputSchema: tc.OutputSchema,
-			Idempotency: mcp.IdempotencyScope(tc.Idempotency)}
+			Idempotency: mcp.IdempotencyScope(tc.Idempotency), Resources: tc.Resources}
 		if tc.Timeout != nil {
 			ct.Timeout = tc.Timeout.Duration
 		}
@@ -113,7 +113,7 @@ func (t *tools) reload(c *Config) error {
 	if err := mcp.CheckServers(servers); err != nil {
 		return fmt.Errorf("%s: mcp_servers: %w", c.path, err)
 	}
-	if err := t.pipeline.Reconfigure(toolContracts(c), mcp.WithApprovers(func(p string) bool { return slices.Contains(c.Approvers, p) })); err != nil {
+	if err := t.pipeline.Reconfigure(toolContracts(c), mcp.WithApprovers(func(p string) bool { return slices.Contains(c.Approvers, p) }), policyOptions(c)); err != nil {
 		return fmt.Errorf("%s: tool_contracts: %w", c.path, err)
 	}
 	if err := t.manager.Reconfigure(servers); err != nil { // checked above: not expected

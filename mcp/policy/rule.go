@@ -146,7 +146,8 @@ func compileRule(env *cel.Env, r Rule) (*compiled, []FieldError) {
 		ast, iss := env.Compile(r.When)
 		switch {
 		case iss.Err() != nil:
-			bad("when", "%v", iss.Err())
+			msg, _, _ := strings.Cut(iss.Err().Error(), "\n") // the rest draws a caret under the source
+			bad("when", "%s", strings.TrimPrefix(msg, "ERROR: <input>:"))
 		case ast.OutputType() != cel.BoolType:
 			bad("when", "is %s, want a bool", ast.OutputType())
 		default:
