@@ -3,6 +3,9 @@ package handoff
 import (
 	"errors"
 	"fmt"
+	"slices"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/handoff-a2a/handoff/mcp"
 	"github.com/handoff-a2a/handoff/mcp/policy"
@@ -43,8 +46,24 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// policyOptions are the pipeline options the policy section makes.
-func policyOptions(c *Config) mcp.PipelineOption { return mcp.WithPolicy(c.Policy.Rules...) }
+// pipelineOptions are the tool pipeline's options from c: who may approve,
+// the policy rules, and where grants are kept.
+func pipelineOptions(c *Config, grants mcp.GrantStore) []mcp.PipelineOption {
+	return []mcp.PipelineOption{
+		mcp.WithApprovers(func(p string) bool { return slices.Contains(c.Approvers, p) }),
+		mcp.WithPolicy(c.Policy.Rules...),
+		mcp.WithGrants(grants),
+	}
+}
+
+// openGrants returns the grant store beside audit: in the bbolt audit
+// file, or in the task store's Redis under the agent's namespace.
+func openGrants(c *Config, rdb redis.UniversalClient, audit auditLog) (mcp.GrantStore, error) {
+	if b, ok := audit.(*mcp.BoltAudit); ok {
+		return b.Grants(), nil
+	}
+	return mcp.NewRedisGrants(rdb, c.Store.Namespace)
+}
 
 // ExplainToolCall says what the agent's policy would decide of prop, without
 // running anything and without connecting to an MCP server: the contracts
@@ -52,7 +71,7 @@ func policyOptions(c *Config) mcp.PipelineOption { return mcp.WithPolicy(c.Polic
 // real call would see them (see [mcp.Explain]; the call's inputSchema is
 // not checked, as it needs the server).
 func (c *Config) ExplainToolCall(prop mcp.Proposal) (mcp.Explanation, error) {
-	return mcp.Explain(toolContracts(c), prop, policyOptions(c))
+	return mcp.Explain(toolContracts(c), prop, mcp.WithPolicy(c.Policy.Rules...))
 }
 
 // CheckPolicy reports what the policy gets wrong without being invalid:

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -22,6 +21,7 @@ type tools struct {
 	manager  *mcp.Manager
 	pipeline *mcp.Pipeline
 	audit    auditLog
+	grants   mcp.GrantStore // beside the audit log, on the same store
 
 	reloading sync.Mutex // one reload at a time: the pipeline and the servers change together
 }
@@ -63,12 +63,17 @@ func newTools(c *Config, rdb redis.UniversalClient, log *slog.Logger) (*tools, e
 	if err != nil {
 		return nil, err
 	}
-	p, err := mcp.NewPipeline(m, contracts, audit, mcp.WithApprovers(func(p string) bool { return slices.Contains(c.Approvers, p) }), policyOptions(c))
+	grants, err := openGrants(c, rdb, audit)
+	if err != nil {
+		audit.Close()
+		return nil, err
+	}
+	p, err := mcp.NewPipeline(m, contracts, audit, pipelineOptions(c, grants)...)
 	if err != nil {
 		audit.Close()
 		return nil, fmt.Errorf("%s: tool_contracts: %w", c.path, err)
 	}
-	return &tools{manager: m, pipeline: p, audit: audit}, nil
+	return &tools{manager: m, pipeline: p, audit: audit, grants: grants}, nil
 }
 
 // serverConfigs maps the config's mcp_servers onto the Manager's configs.
@@ -113,7 +118,7 @@ func (t *tools) reload(c *Config) error {
 	if err := mcp.CheckServers(servers); err != nil {
 		return fmt.Errorf("%s: mcp_servers: %w", c.path, err)
 	}
-	if err := t.pipeline.Reconfigure(toolContracts(c), mcp.WithApprovers(func(p string) bool { return slices.Contains(c.Approvers, p) }), policyOptions(c)); err != nil {
+	if err := t.pipeline.Reconfigure(toolContracts(c), pipelineOptions(c, t.grants)...); err != nil {
 		return fmt.Errorf("%s: tool_contracts: %w", c.path, err)
 	}
 	if err := t.manager.Reconfigure(servers); err != nil { // checked above: not expected

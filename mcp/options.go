@@ -79,6 +79,7 @@ type pipelineConfig struct {
 	key          []byte
 	deny         []string
 	rules        []policy.Rule
+	grants       GrantStore // nil: no grants beyond once approvals
 	auditTimeout time.Duration
 }
 
@@ -192,4 +193,11 @@ func WithDeny(globs ...string) PipelineOption {
 // [NewPipeline] and [Pipeline.Reconfigure], which refuse a set with any problem.
 func WithPolicy(rules ...policy.Rule) PipelineOption {
 	return pipelineOptionFunc(func(c *pipelineConfig) { c.rules = append(c.rules, rules...) })
+}
+
+// WithGrants keeps the grants that task and scope approvals make in store, and consults it
+// at every call by an authenticated caller (see [Approval.Scope]). By default there is no
+// store: an approval covers its one call, and a wider one is refused.
+func WithGrants(store GrantStore) PipelineOption {
+	return pipelineOptionFunc(func(c *pipelineConfig) { c.grants = store })
 }

@@ -285,9 +285,19 @@ func (p *Pipeline) run(ctx context.Context, pol *governance, prop Proposal, appr
 		return r
 	}
 
-	pd := pol.decide(prop, contract, plain, nil)
+	var grants []policy.Grant
+	var grantsErr error
+	if pol.cfg.grants != nil && prop.Principal != "" {
+		gctx, cancel := context.WithTimeout(ctx, grantTimeout)
+		grants, grantsErr = pol.cfg.grants.Grants(gctx, GrantFilter{Principal: prop.Principal, TaskID: prop.TaskID})
+		cancel()
+	}
+	pd := pol.decide(prop, contract, plain, grants)
 	rec.Rule, rec.Layer, rec.PolicyVersion, rec.Resources = pd.Rule, pd.Layer, pd.Version, pd.resources
 	decision, why := Decision(pd.Verdict), scrub.text(pd.Reason)
+	if grantsErr != nil && decision == DecisionAsk { // grants only widen: without them, ask
+		why += "; the grants could not be read"
+	}
 	stop = func(o Outcome, reason string) PipelineResult {
 		rec.Reason = reason
 		return PipelineResult{Result: Result{Outcome: o, Err: errors.New(reason)}, Policy: pd.Decision}
@@ -301,6 +311,8 @@ func (p *Pipeline) run(ctx context.Context, pol *governance, prop Proposal, appr
 		reason := why
 		if approval != nil {
 			if refused := pol.checkApproval(prop, digest, approval); refused != "" {
+				reason = refused + "; " + why
+			} else if refused := p.grant(ctx, pol, pd.Layer, prop, approval, rec); refused != "" {
 				reason = refused + "; " + why
 			} else {
 				rec.Approver = approval.Approver
@@ -357,6 +369,31 @@ func (p *Pipeline) run(ctx context.Context, pol *governance, prop Proposal, appr
 		rec.ResultSHA256 = resultHash(out)
 	}
 	return PipelineResult{Result: out, Decision: decision, Policy: pd.Decision, Digest: digest, IdempotencyKey: key, Scrub: scrub.text}
+}
+
+// grant stores the grant an accepted approval wider than once makes, and says why it
+// refuses one: without a store, for an ask a grant cannot answer (a mandatory one), or with
+// a grant that does not check. Refusing the whole approval, rather than running the call
+// once, keeps an approver from believing a grant stands that does not.
+func (p *Pipeline) grant(ctx context.Context, pol *governance, layer policy.Layer, prop Proposal, a *Approval, rec *AuditRecord) string {
+	g, err := grantFrom(a, prop, time.Now())
+	switch {
+	case err != nil:
+		return "approval refused: " + err.Error()
+	case g == nil:
+		return ""
+	case pol.cfg.grants == nil:
+		return fmt.Sprintf("approval refused: this agent keeps no grants, so it can approve once only, not for a %s", a.Scope)
+	case layer < policy.LayerGrant:
+		return fmt.Sprintf("approval refused: this call needs an approval of its own every time (layer %s), so it cannot be approved for a %s", layer, a.Scope)
+	}
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grantTimeout)
+	defer cancel()
+	if err := pol.cfg.grants.PutGrant(gctx, *g); err != nil {
+		return "approval refused: the grant could not be stored"
+	}
+	rec.Grant = g.ID
+	return ""
 }
 
 // outputSchema is the contract's output schema if it has one, else the tool's own (nil if
