@@ -3,12 +3,16 @@ package handoff
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/url"
 	"slices"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/handoff-a2a/handoff/mcp"
 	"github.com/handoff-a2a/handoff/mcp/policy"
+	"github.com/handoff-a2a/handoff/push"
 )
 
 // PolicyConfig is the policy section: rules in fixed layers that decide
@@ -17,6 +21,29 @@ import (
 type PolicyConfig struct {
 	// Rules are tried by layer, highest first; see [policy.Rule].
 	Rules []policy.Rule `yaml:"rules"`
+	// Hooks run at fixed points of every tool call, in the order given.
+	Hooks []HookConfig `yaml:"hooks"`
+}
+
+// HookConfig is one hook (see [mcp.Hook]): a command, or an http URL
+// reached through the push SSRF guard (push.allow_hosts applies).
+type HookConfig struct {
+	// Name names the hook in reasons and logs; unique.
+	Name string `yaml:"name"`
+	// Point is pre_tool_call (a guard, fails closed) or post_tool_call
+	// (an observer, fails open).
+	Point string `yaml:"point"`
+	// Command and Args run the hook as a process, JSON on stdin.
+	Command string   `yaml:"command"`
+	Args    []string `yaml:"args"`
+	// Env and InheritEnv restrict its environment as an MCP stdio
+	// server's is: PATH, the inherited names, then Env.
+	Env        map[string]string `yaml:"env"`
+	InheritEnv []string          `yaml:"inherit_env"`
+	// URL makes it an http hook: the event is POSTed as JSON.
+	URL string `yaml:"url"`
+	// Timeout bounds one run. Default 5s.
+	Timeout *Duration `yaml:"timeout"`
 }
 
 // validatePolicy reports each problem of the policy section and of the
@@ -29,6 +56,27 @@ func (c *Config) validatePolicy(bad func(key, format string, args ...any)) {
 				bad(fmt.Sprintf("policy.rules[%d].%s", fe.Index, fe.Field), "%s", fe.Msg)
 			} else {
 				bad("policy", "%v", e)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for i, h := range c.Policy.Hooks {
+		key := fmt.Sprintf("policy.hooks[%d]", i)
+		if h.Name == "" {
+			bad(key+".name", "is required")
+		} else if seen[h.Name] {
+			bad(key+".name", "%q is used twice", h.Name)
+		}
+		seen[h.Name] = true
+		if h.Point != string(mcp.HookPreToolCall) && h.Point != string(mcp.HookPostToolCall) {
+			bad(key+".point", "%q is not pre_tool_call or post_tool_call", h.Point)
+		}
+		switch {
+		case (h.Command == "") == (h.URL == ""):
+			bad(key, "give a command or a url, one of them")
+		case h.URL != "":
+			if u, err := url.Parse(h.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				bad(key+".url", "is not an absolute http(s) URL")
 			}
 		}
 	}
@@ -48,11 +96,24 @@ func unjoin(err error) []error {
 
 // pipelineOptions are the tool pipeline's options from c: who may approve,
 // the policy rules, and where grants are kept.
-func pipelineOptions(c *Config, grants mcp.GrantStore) []mcp.PipelineOption {
+func pipelineOptions(c *Config, grants mcp.GrantStore, log *slog.Logger) []mcp.PipelineOption {
+	hooks := make([]mcp.Hook, 0, len(c.Policy.Hooks))
+	for _, h := range c.Policy.Hooks {
+		mh := mcp.Hook{Name: h.Name, Point: mcp.HookPoint(h.Point), Command: h.Command, Args: h.Args, Env: h.Env,
+			InheritEnv: h.InheritEnv, URL: h.URL}
+		if h.Timeout != nil {
+			mh.Timeout = h.Timeout.Duration
+		}
+		hooks = append(hooks, mh)
+	}
 	return []mcp.PipelineOption{
 		mcp.WithApprovers(func(p string) bool { return slices.Contains(c.Approvers, p) }),
 		mcp.WithPolicy(c.Policy.Rules...),
 		mcp.WithGrants(grants),
+		mcp.WithHooks(hooks...),
+		// An http hook reaches only what a push target may; each run has its own deadline.
+		mcp.WithHookClient(push.NewGuard(c.Push.AllowHosts).Client(time.Minute)),
+		mcp.WithLogger(log),
 	}
 }
 

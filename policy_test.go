@@ -56,3 +56,35 @@ policy:
 		t.Fatalf("check %+v, %v", f, err)
 	}
 }
+
+// TestHookConfig: invalid hooks stop the load with file, line and key.
+func TestHookConfig(t *testing.T) {
+	_, err := ParseConfig("agent.yaml", strings.NewReader(minimalConfig+`policy:
+  hooks:
+    - {name: guard, point: pre_tool_call, command: /bin/true}
+    - {name: guard, point: task_started, command: /bin/true}
+    - name: both
+      point: post_tool_call
+      command: /bin/true
+      url: https://hooks.example/x
+    - {name: web, point: post_tool_call, url: "ftp://x"}
+    - name: slow
+      point: pre_tool_call
+      command: x
+      timeout: soon
+`))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`agent.yaml:11: policy.hooks[1].name: "guard" is used twice`,
+		`agent.yaml:11: policy.hooks[1].point: "task_started" is not pre_tool_call or post_tool_call`,
+		"agent.yaml:12: policy.hooks[2]: give a command or a url",
+		"agent.yaml:16: policy.hooks[3].url: is not an absolute http(s) URL",
+		`agent.yaml:20: policy.hooks[4].timeout: "soon" is not a duration`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%v", want, err)
+		}
+	}
+}

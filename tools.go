@@ -22,6 +22,7 @@ type tools struct {
 	pipeline *mcp.Pipeline
 	audit    auditLog
 	grants   mcp.GrantStore // beside the audit log, on the same store
+	log      *slog.Logger
 
 	reloading sync.Mutex // one reload at a time: the pipeline and the servers change together
 }
@@ -68,12 +69,12 @@ func newTools(c *Config, rdb redis.UniversalClient, log *slog.Logger) (*tools, e
 		audit.Close()
 		return nil, err
 	}
-	p, err := mcp.NewPipeline(m, contracts, audit, pipelineOptions(c, grants)...)
+	p, err := mcp.NewPipeline(m, contracts, audit, pipelineOptions(c, grants, log)...)
 	if err != nil {
 		audit.Close()
 		return nil, fmt.Errorf("%s: tool_contracts: %w", c.path, err)
 	}
-	return &tools{manager: m, pipeline: p, audit: audit, grants: grants}, nil
+	return &tools{manager: m, pipeline: p, audit: audit, grants: grants, log: log}, nil
 }
 
 // serverConfigs maps the config's mcp_servers onto the Manager's configs.
@@ -118,7 +119,7 @@ func (t *tools) reload(c *Config) error {
 	if err := mcp.CheckServers(servers); err != nil {
 		return fmt.Errorf("%s: mcp_servers: %w", c.path, err)
 	}
-	if err := t.pipeline.Reconfigure(toolContracts(c), pipelineOptions(c, t.grants)...); err != nil {
+	if err := t.pipeline.Reconfigure(toolContracts(c), pipelineOptions(c, t.grants, t.log)...); err != nil {
 		return fmt.Errorf("%s: tool_contracts: %w", c.path, err)
 	}
 	if err := t.manager.Reconfigure(servers); err != nil { // checked above: not expected

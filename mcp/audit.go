@@ -45,6 +45,8 @@ type AuditRecord struct {
 	PolicyVersion string `json:"policy_version,omitempty"`
 	// Resources are the canonical resources the policy decided on.
 	Resources []policy.Resource `json:"resources,omitempty"`
+	// Hook is the pre_tool_call hook that denied the call or asked for an approval, if one did.
+	Hook string `json:"hook,omitempty"`
 	// Grant is the id of the grant this call's approval made, if it made one.
 	Grant string `json:"grant,omitempty"`
 	// Approver is whose approval let the call run, if one did.

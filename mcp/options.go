@@ -16,9 +16,10 @@ import (
 // a PipelineOption a [Pipeline], a FaceOption a [Face], and an Option, such
 // as [WithLogger], fits all the types it names.
 
-// An Option configures a [Manager] and a [Face] alike.
+// An Option configures a [Manager], a [Pipeline] and a [Face] alike.
 type Option interface {
 	ManagerOption
+	PipelineOption
 	FaceOption
 }
 
@@ -80,12 +81,16 @@ type pipelineConfig struct {
 	deny         []string
 	rules        []policy.Rule
 	grants       GrantStore // nil: no grants beyond once approvals
+	hooks        []Hook
+	hookClient   *http.Client // nil: http hooks are refused
+	logger       *slog.Logger
+	lookupEnv    LookupEnv
 	auditTimeout time.Duration
 }
 
 // newPipelineConfig applies the defaults, then opts.
 func newPipelineConfig(opts []PipelineOption) pipelineConfig {
-	c := pipelineConfig{auditTimeout: 10 * time.Second}
+	c := pipelineConfig{auditTimeout: 10 * time.Second, logger: slog.New(slog.DiscardHandler), lookupEnv: os.LookupEnv}
 	for _, o := range opts {
 		o.applyPipeline(&c)
 	}
@@ -121,12 +126,13 @@ func WithPublicHosts(hosts ...string) FaceOption {
 // loggerOption is [WithLogger]'s: one logger for each type it configures.
 type loggerOption struct{ l *slog.Logger }
 
-func (o loggerOption) applyManager(c *config)  { c.logger = o.l }
-func (o loggerOption) applyFace(c *faceConfig) { c.logger = o.l }
+func (o loggerOption) applyManager(c *config)          { c.logger = o.l }
+func (o loggerOption) applyPipeline(c *pipelineConfig) { c.logger = o.l }
+func (o loggerOption) applyFace(c *faceConfig)         { c.logger = o.l }
 
 // WithLogger sets the logger: a Manager's for connects, disconnects and catalog changes, a
-// Face's for the tasks it could not cancel and the SDK's warnings. By default nothing is
-// logged.
+// Pipeline's for the observing hooks that failed, a Face's for the tasks it could not cancel
+// and the SDK's warnings. By default nothing is logged.
 func WithLogger(l *slog.Logger) Option { return loggerOption{l} }
 
 // WithLookupEnv sets where ${VAR} in Env and Headers, PATH and InheritEnv are read from. The
@@ -200,4 +206,17 @@ func WithPolicy(rules ...policy.Rule) PipelineOption {
 // store: an approval covers its one call, and a wider one is refused.
 func WithGrants(store GrantStore) PipelineOption {
 	return pipelineOptionFunc(func(c *pipelineConfig) { c.grants = store })
+}
+
+// WithHooks adds hooks run at fixed points of every call (see [Hook] and [HookPoint]), in
+// the order given. By default there are none.
+func WithHooks(hooks ...Hook) PipelineOption {
+	return pipelineOptionFunc(func(c *pipelineConfig) { c.hooks = append(c.hooks, hooks...) })
+}
+
+// WithHookClient sets the client http hooks are called with: the agent gives its push SSRF
+// guard's ([push.Guard.Client]), so that a hook URL reaches only what a push target may. By
+// default there is none, and a pipeline with an http hook is refused.
+func WithHookClient(hc *http.Client) PipelineOption {
+	return pipelineOptionFunc(func(c *pipelineConfig) { c.hookClient = hc })
 }

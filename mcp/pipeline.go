@@ -127,6 +127,7 @@ type Pipeline struct {
 type governance struct {
 	contracts contracts
 	rules     *policy.Policy
+	hooks     *hookRunner
 	cfg       pipelineConfig
 }
 
@@ -186,6 +187,7 @@ func newPolicy(list []Contract, key []byte, opts []PipelineOption) (*governance,
 		rules = append(rules, policy.Rule{ID: "deny:" + g, Layer: "immutable", Tools: []string{g}, Reason: "the tool is denied by policy"})
 	}
 	rules = append(rules, c.rules...)
+	errs = append(errs, checkHooks(c.hooks, c.hookClient)...)
 	cs, err := newContracts(list)
 	if err != nil {
 		errs = append(errs, err)
@@ -200,7 +202,7 @@ func newPolicy(list []Contract, key []byte, opts []PipelineOption) (*governance,
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &governance{contracts: cs, rules: engine, cfg: c}, nil
+	return &governance{contracts: cs, rules: engine, hooks: newHookRunner(c.hooks, c.hookClient, c.lookupEnv, c.logger), cfg: c}, nil
 }
 
 // Contract returns the contract that governs a catalog name: the exact one, else the longest
@@ -234,7 +236,8 @@ func (p *Pipeline) Run(ctx context.Context, prop Proposal, approval *Approval) P
 		SnapshotVersion: prop.SnapshotVersion,
 	}
 	pol := p.gov.Load()
-	res := p.run(ctx, pol, prop, approval, rec)
+	var ev HookEvent // filled by run once the call is decided, for the observing hooks
+	res := p.run(ctx, pol, prop, approval, rec, &ev)
 	res.Tool, res.SnapshotVersion = prop.Tool, prop.SnapshotVersion
 	if res.Duration == 0 {
 		res.Duration = time.Since(start) // the Manager never ran: the pipeline's own time
@@ -250,11 +253,15 @@ func (p *Pipeline) Run(ctx context.Context, prop Proposal, approval *Approval) P
 	} else {
 		res.AuditID = rec.ID
 	}
+	if ev.Tool != "" && len(pol.hooks.post) > 0 {
+		ev.Point, ev.Outcome = HookPostToolCall, res.Outcome
+		pol.hooks.observe(ctx, ev)
+	}
 	return res
 }
 
 // run is Run up to the audit record, which it fills with what only it knows.
-func (p *Pipeline) run(ctx context.Context, pol *governance, prop Proposal, approval *Approval, rec *AuditRecord) PipelineResult {
+func (p *Pipeline) run(ctx context.Context, pol *governance, prop Proposal, approval *Approval, rec *AuditRecord, ev *HookEvent) PipelineResult {
 	stop := func(o Outcome, reason string) PipelineResult {
 		rec.Reason = reason
 		return PipelineResult{Result: Result{Outcome: o, Err: errors.New(reason)}}
@@ -297,6 +304,21 @@ func (p *Pipeline) run(ctx context.Context, pol *governance, prop Proposal, appr
 	decision, why := Decision(pd.Verdict), scrub.text(pd.Reason)
 	if grantsErr != nil && decision == DecisionAsk { // grants only widen: without them, ask
 		why += "; the grants could not be read"
+	}
+	if len(pol.hooks.pre)+len(pol.hooks.post) > 0 {
+		*ev = HookEvent{TaskID: prop.TaskID, Principal: prop.Principal, Tenant: prop.Tenant, Skill: prop.Skill, Tool: prop.Tool,
+			Arguments: shown(args, contract.Redact), ArgsDigest: digest, Resources: pd.resources, Decision: pd.Decision}
+	}
+	if decision != DecisionDeny && len(pol.hooks.pre) > 0 {
+		pre := *ev
+		pre.Point = HookPreToolCall
+		// A guard may make the answer stricter, never looser: deny beats ask beats allow.
+		switch v, by, reason := pol.hooks.guard(ctx, pre); {
+		case v == policy.Deny:
+			decision, why, rec.Hook = DecisionDeny, scrub.text(reason), by
+		case v == policy.Ask && decision == DecisionAllow:
+			decision, why, rec.Hook = DecisionAsk, scrub.text(reason), by
+		}
 	}
 	stop = func(o Outcome, reason string) PipelineResult {
 		rec.Reason = reason
