@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -86,5 +87,62 @@ func TestHookConfig(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not say %q:\n%v", want, err)
 		}
+	}
+}
+
+// TestReloadPolicy: a reload replaces the policy for the next task, without a restart
+// warning, and the audit names the version that decided each call.
+func TestReloadPolicy(t *testing.T) {
+	bin := buildMCPServer(t)
+	dataDir := t.TempDir()
+	config := func(rules string) *Config {
+		t.Helper()
+		c, err := ParseConfig("policy.yaml", strings.NewReader(fmt.Sprintf(`name: Policy
+description: notes
+log: {level: info}
+limits: {shutdown_grace: 1s}
+auth: {anonymous: true}
+mcp_servers: [{name: notes, command: %q}]
+tool_contracts:
+  - {tool: notes__read_note, effect: read, risk: low, approval: none, resources: [{pointer: /name, kind: path}]}
+skills:
+  - {id: read-note, name: Read, executor: mcp, tool: notes__read_note}
+policy:
+  rules: %s
+`, bin, rules)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.DataDir = dataDir
+		return c
+	}
+	var logs syncBuffer
+	a, url := serveTools(t, config(`[{id: no-welcome, layer: resource, paths: [welcome]}]`), &logs)
+	n := 0
+	read := func(name string) string {
+		t.Helper()
+		n++
+		_, out := call(t, url, "", "", "SendMessage",
+			fmt.Sprintf(`{"message":{"messageId":"p%d","role":"ROLE_USER","parts":[{"text":%q}]}}`, n, name))
+		return state(resultTask(t, out))
+	}
+	if st := read("./x/../welcome"); st == "TASK_STATE_COMPLETED" {
+		t.Fatal("a denied read completed")
+	}
+	if err := a.Reload(config(`[]`)); err != nil {
+		t.Fatal(err)
+	}
+	if st := read("welcome"); st != "TASK_STATE_COMPLETED" {
+		t.Fatalf("read after the deny was removed: %s", st)
+	}
+	if l := logs.String(); strings.Contains(l, "need a restart") {
+		t.Fatalf("a policy change was reported as needing a restart:\n%s", l)
+	}
+	recs, err := a.tools.audit.List(t.Context(), mcp.AuditFilter{})
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	if recs[1].Rule != "no-welcome" || recs[0].Rule != policy.RuleContractAllow || recs[0].PolicyVersion == recs[1].PolicyVersion {
+		t.Fatalf("records %+v", recs)
 	}
 }

@@ -1,8 +1,11 @@
 package mcp_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/handoff-a2a/handoff/mcp"
 	"github.com/handoff-a2a/handoff/mcp/policy"
@@ -100,5 +103,49 @@ func TestExplainWithoutServers(t *testing.T) {
 	}
 	if _, err := mcp.Explain([]mcp.Contract{{Tool: "a__b", Resources: []policy.ResourceSpec{{Pointer: "nope", Kind: "path"}}}}, mcp.Proposal{Tool: "a__b"}); err == nil {
 		t.Fatal("a bad resource spec explained")
+	}
+}
+
+// TestReconfigureKeepsInFlightVersion: a call running across a reload of the rules finishes
+// under the version it was decided by, and its audit record says so; the next call is
+// decided by the new one.
+func TestReconfigureKeepsInFlightVersion(t *testing.T) {
+	m := exampleManager(t)
+	dir := t.TempDir()
+	started, release := filepath.Join(dir, "started"), filepath.Join(dir, "release")
+	contracts := []mcp.Contract{{Tool: "ex__slow", Effect: mcp.EffectRead, Risk: mcp.RiskLow, Approval: mcp.ApprovalNone}}
+	// The guard hook runs once the call is decided: its file says the Run holds its policy.
+	marker := mcp.WithHooks(mcp.Hook{Name: "started", Point: mcp.HookPreToolCall, Command: script(t, dir, "mark-started", `cat > /dev/null; touch "`+started+`"`)})
+	old := mcp.WithPolicy(policy.Rule{ID: "old", Layer: "allow", Tools: []string{"ex__slow"}})
+	h := newHarness(t, m, contracts, old, marker)
+	slow := mcp.Proposal{TaskID: "t1", Tool: "ex__slow", Arguments: map[string]any{"ms": 60000, "until_file": release}}
+	done := make(chan mcp.PipelineResult, 1)
+	go func() { done <- h.run(t, slow, nil) }()
+	for deadline := time.Now().Add(30 * time.Second); ; { // poll: a file has no notification that works everywhere
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	if err := h.p.Reconfigure(contracts, mcp.WithPolicy(policy.Rule{ID: "new", Layer: "allow", Tools: []string{"ex__slow"}})); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	wantOutcome(t, r, mcp.OutcomeSuccess)
+	rec := h.record(t, r)
+	if rec.Rule != "old" || rec.PolicyVersion != r.Policy.Version {
+		t.Fatalf("in-flight record %+v", rec)
+	}
+	next := h.run(t, slow, nil)
+	wantOutcome(t, next, mcp.OutcomeSuccess)
+	if next.Policy.Rule != "new" || next.Policy.Version == rec.PolicyVersion {
+		t.Fatalf("next call decided by %s at version %s (the old was %s)", next.Policy.Rule, next.Policy.Version, rec.PolicyVersion)
 	}
 }
