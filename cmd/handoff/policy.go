@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/handoff-a2a/handoff"
+	"github.com/handoff-a2a/handoff/internal/datadir"
 	"github.com/handoff-a2a/handoff/mcp"
+	"github.com/handoff-a2a/handoff/mcp/policy"
 )
 
-// runPolicy dispatches "handoff policy explain" and "handoff policy check".
+// runPolicy dispatches "handoff policy explain", "check" and "grants".
 func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
@@ -19,12 +22,14 @@ func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return runPolicyExplain(args[1:], stdout)
 		case "check":
 			return runPolicyCheck(args[1:], stdout)
+		case "grants":
+			return runPolicyGrants(ctx, args[1:], stdout)
 		case "-h", "--help", "help":
 			printSynopses(stdout, "policy")
 			return nil
 		}
 	}
-	return usagef("policy: want the subcommand explain or check")
+	return usagef("policy: want the subcommand explain, check or grants")
 }
 
 // runPolicyExplain prints what the config's policy decides of one tool
@@ -124,4 +129,64 @@ func runPolicyCheck(args []string, stdout io.Writer) error {
 		return fmt.Errorf("%s: the policy has %d finding(s)", *configPath, len(findings))
 	}
 	return nil
+}
+
+// runPolicyGrants lists, or revokes one of, the grants approvers gave, in
+// the data directory of a stopped agent on the embedded store.
+func runPolicyGrants(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlagSet("policy grants", stdout)
+	dataDir := fs.String("data-dir", "", "read the grants of a stopped agent in `DIR` (required)")
+	revoke := fs.String("revoke", "", "revoke the grant with this `ID` instead of listing")
+	asJSON := fs.Bool("json", false, "print JSON, one grant a line, and nothing else")
+	rest, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 || *dataDir == "" {
+		return usagef("policy grants: want --data-dir DIR and nothing else")
+	}
+	path, err := datadir.Find(*dataDir, datadir.AuditLog)
+	if err != nil {
+		return err
+	}
+	if path == "" {
+		return fmt.Errorf("%s: no audit log, so no grants (the agent has no MCP tools)", *dataDir)
+	}
+	audit, err := mcp.OpenBoltAudit(path)
+	if err != nil {
+		return fmt.Errorf("open grants (is the agent running? stop it first): %w", err)
+	}
+	defer audit.Close()
+	store := audit.Grants()
+	if *revoke != "" {
+		if err := store.RevokeGrant(ctx, *revoke); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "revoked grant %s\n", *revoke)
+		return nil
+	}
+	grants, err := store.Grants(ctx, mcp.GrantFilter{})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSONLines(stdout, grants)
+	}
+	if len(grants) == 0 {
+		fmt.Fprintln(stdout, "no grants")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSCOPE\tPRINCIPAL\tTOOL\tTASK/RESOURCE\tAPPROVER\tEXPIRES")
+	for _, g := range grants {
+		where, expires := g.TaskID, "-"
+		if g.Scope == policy.ScopeResource {
+			where = g.Resource
+		}
+		if !g.Expires.IsZero() {
+			expires = g.Expires.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.ID, g.Scope, g.Principal, g.Tool, where, g.Approver, expires)
+	}
+	return tw.Flush()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,8 +11,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/handoff-a2a/handoff/internal/datadir"
 	"github.com/handoff-a2a/handoff/mcp"
+	"github.com/handoff-a2a/handoff/mcp/policy"
 )
 
 // policyYAML is an agent whose one skill reads a note through the policy section given.
@@ -160,5 +164,40 @@ func TestPolicyCheck(t *testing.T) {
 	err = run(t.Context(), []string{"policy", "check", "--config", write("policy:\n  rules:\n    - {id: x, layer: sideways}\n")}, &out, &out)
 	if err == nil || !strings.Contains(err.Error(), "agent.yaml:") || !strings.Contains(err.Error(), "policy.rules[0].layer") {
 		t.Fatalf("an invalid rule: %v", err)
+	}
+}
+
+// TestPolicyGrants: grants stored beside a stopped agent's audit log are listed and revoked.
+func TestPolicyGrants(t *testing.T) {
+	dir := t.TempDir()
+	audit, err := mcp.OpenBoltAudit(filepath.Join(dir, datadir.AuditLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := policy.Grant{ID: "g1", Scope: policy.ScopeResource, Approver: "key:alice", Principal: "key:bob", Tool: "fs__write",
+		Resource: "exports", Created: time.Now(), Expires: time.Now().Add(time.Hour)}
+	if err := audit.Grants().PutGrant(t.Context(), g); err != nil {
+		t.Fatal(err)
+	}
+	audit.Close()
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"policy", "grants", "--data-dir", dir}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"g1", "scope", "key:bob", "fs__write", "exports", "key:alice"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("listing lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := run(t.Context(), []string{"policy", "grants", "--data-dir", dir, "--revoke", "g1"}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(t.Context(), []string{"policy", "grants", "--data-dir", dir, "--revoke", "g1"}, &out, &out); !errors.Is(err, mcp.ErrGrantNotFound) {
+		t.Fatalf("second revoke: %v", err)
+	}
+	out.Reset()
+	if err := run(t.Context(), []string{"policy", "grants", "--data-dir", dir}, &out, &out); err != nil || !strings.Contains(out.String(), "no grants") {
+		t.Fatalf("after revoke: %v %s", err, out.String())
 	}
 }
