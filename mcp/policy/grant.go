@@ -32,7 +32,7 @@ type Grant struct {
 	Principal string `json:"principal"`
 	// TaskID, for a task grant, is the task it is for.
 	TaskID string `json:"task_id,omitempty"`
-	// Tool is the catalog name or glob it covers.
+	// Tool is the catalog name or path.Match glob it covers.
 	Tool string `json:"tool"`
 	// Resource, for a scope grant, is the canonical path or URL prefix every resource of the
 	// call must lie under (an id must equal it); empty covers calls with no resources only.
@@ -69,7 +69,7 @@ func (g Grant) Check() error {
 // covers reports whether g lets c run (when nothing above the grant layer decided). A tool
 // without a contract is never covered: its default is a deny, and a grant never beats one.
 func (g *Grant) covers(c *Call) bool {
-	if !c.Contracted || g.Principal != c.Principal || c.Principal == "" || !glob(g.Tool, c.Tool) {
+	if !c.Contracted || g.Principal != c.Principal || c.Principal == "" || !toolGlob(g.Tool, c.Tool) {
 		return false
 	}
 	now := c.Now

@@ -161,19 +161,6 @@ type Policy struct {
 	version string
 }
 
-// FieldError is one problem with one rule.
-type FieldError struct {
-	// Index is the rule's place in the list given to [New].
-	Index int
-	// Field is the rule's field at fault ("tools", "when").
-	Field string
-	// Msg says what is wrong.
-	Msg string
-}
-
-// Error reads "rules[3].when: ...".
-func (e *FieldError) Error() string { return fmt.Sprintf("rules[%d].%s: %s", e.Index, e.Field, e.Msg) }
-
 // New compiles rules. Every problem is reported at once, each a *[FieldError] in the
 // joined error. extra is hashed into the version with the rules: what else decides (the
 // contracts), so that a change to it is a new version.
@@ -334,7 +321,7 @@ func (r *compiled) reason() string {
 // matches reports whether r matches c. act is the condition's activation, built on first
 // use and shared by the rules of one decision.
 func (r *compiled) matches(c *Call, act **activation) bool {
-	if !anyGlob(r.Tools, c.Tool) || !anyGlob(r.Principals, c.Principal) || !anyGlob(r.Tenants, c.Tenant) ||
+	if !anyTool(r.tools, c.Tool) || !anyGlob(r.Principals, c.Principal) || !anyGlob(r.Tenants, c.Tenant) ||
 		!anyGlob(r.Skills, c.Skill) || !anyExact(r.Effects, c.Effect) || !anyExact(r.Risks, c.Risk) {
 		return false
 	}

@@ -11,6 +11,7 @@ import (
 // tableRules is the rule set the decision table runs against: one or more rules per layer.
 var tableRules = []policy.Rule{
 	{ID: "no-shell", Layer: "immutable", Tools: []string{"shell__*"}},
+	{ID: "no-late-calc", Layer: "immutable", Tools: []string{"calc__[x-z]*"}},
 	{ID: "acme-no-mail", Layer: "tenant", Tenants: []string{"acme"}, Tools: []string{"mail__send"}},
 	{ID: "acme-big-payments", Layer: "tenant", Tenants: []string{"acme"}, Tools: []string{"pay__charge"}, When: "args.amount > 1000"},
 	{ID: "payments-files", Layer: "resource", Paths: []string{"payments"}},
@@ -44,6 +45,7 @@ var contracts = map[string]struct {
 	"notes__write": {"write", "low", false, nil},
 	"notes__list":  {"read", "low", false, nil},
 	"calc__sum":    {"read", "low", false, nil},
+	"calc__zap":    {"read", "low", false, nil},
 	"calc__risky":  {"read", "low", false, nil},
 	"db__query":    {"read", "high", false, nil},
 	"db__drop":     {"destructive", "high", false, nil},
@@ -83,6 +85,7 @@ func TestDecideTable(t *testing.T) {
 		{"immutable deny beats everything", "key:alice", "acme", "export", "shell__exec", nil, nil, policy.Deny, "no-shell", policy.LayerImmutable, nil},
 		{"immutable deny beats a grant", "key:carol", "", "", "shell__exec", nil,
 			[]policy.Grant{{ID: "g1", Scope: policy.ScopeTask, Principal: "key:carol", TaskID: "task-1", Tool: "shell__*"}}, policy.Deny, "no-shell", policy.LayerImmutable, []string{"grant:g1", "builtin:contract-approval-none"}},
+		{"tool globs are path.Match's: a class", "key:alice", "", "", "calc__zap", nil, nil, policy.Deny, "no-late-calc", policy.LayerImmutable, nil},
 		// tenant
 		{"tenant deny beats a principal allow", "key:alice", "acme", "", "mail__send", nil, nil, policy.Deny, "acme-no-mail", policy.LayerTenant, nil},
 		{"tenant deny is the tenant's only", "key:alice", "globex", "", "mail__send", nil, nil, policy.Ask, policy.RuleDefaultAsk, policy.LayerDefault, nil},

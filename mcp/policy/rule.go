@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -21,15 +22,16 @@ type Rule struct {
 	// in allow. The deny layers only deny and ask only asks; allow may allow or ask (an ask a
 	// grant answers).
 	Decision string `yaml:"decision" json:"decision,omitempty"`
-	// Principals, Tenants, Skills and Tools are globs ("*" matches any run of characters,
-	// every other character itself) on the caller's principal, its tenant, the skill the call
-	// serves and the tool's catalog name.
+	// Principals, Tenants and Skills are globs ("*" matches any run of characters, slashes
+	// included, every other character itself) on the caller's principal, its tenant and the
+	// skill the call serves.
 	Principals []string `yaml:"principals" json:"principals,omitempty"`
 	// Tenants: see Principals.
 	Tenants []string `yaml:"tenants" json:"tenants,omitempty"`
 	// Skills: see Principals.
 	Skills []string `yaml:"skills" json:"skills,omitempty"`
-	// Tools: see Principals.
+	// Tools are path.Match globs on the tool's catalog name ("notes__*", "fs__[rw]*"), as
+	// contracts' are.
 	Tools []string `yaml:"tools" json:"tools,omitempty"`
 	// Effects and Risks match the tool's contract (read, write, destructive, external_send;
 	// low, high).
@@ -60,6 +62,7 @@ type compiled struct {
 	Rule
 	layer   Layer
 	verdict Verdict
+	tools   []toolPattern
 	paths   []string
 	urls    []string
 	when    cel.Program
@@ -115,6 +118,12 @@ func compileRule(env *cel.Env, r Rule) (*compiled, []FieldError) {
 		if slices.Contains(f.vals, "") {
 			bad(f.name, "holds an empty entry")
 		}
+	}
+	for _, g := range r.Tools {
+		if _, err := path.Match(g, ""); err != nil {
+			bad("tools", "bad pattern %q: %v", g, err)
+		}
+		c.tools = append(c.tools, newToolPattern(g))
 	}
 	for _, e := range r.Effects {
 		if !slices.Contains([]string{"read", "write", "destructive", "external_send"}, e) {
@@ -217,6 +226,42 @@ func glob(pattern, s string) bool {
 		return false
 	}
 }
+
+// toolPattern is a path.Match glob on tool names, told at compile time whether the fast
+// matcher can take it: literal text and "*" mean the same to both, as a tool name holds no
+// "/".
+type toolPattern struct {
+	pattern string
+	simple  bool
+}
+
+func newToolPattern(p string) toolPattern {
+	return toolPattern{pattern: p, simple: !strings.ContainsAny(p, `?[\`)}
+}
+
+func (t toolPattern) match(tool string) bool {
+	if t.simple {
+		return glob(t.pattern, tool)
+	}
+	ok, _ := path.Match(t.pattern, tool)
+	return ok
+}
+
+// anyTool reports whether a tool name matches one of patterns, or patterns is empty.
+func anyTool(patterns []toolPattern, tool string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, p := range patterns {
+		if p.match(tool) {
+			return true
+		}
+	}
+	return false
+}
+
+// toolGlob is path.Match on a tool name, by the same road as a rule's.
+func toolGlob(pattern, tool string) bool { return newToolPattern(pattern).match(tool) }
 
 func anyGlob(patterns []string, s string) bool {
 	if len(patterns) == 0 {
