@@ -2,6 +2,8 @@ package handoff
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -144,5 +146,63 @@ policy:
 	}
 	if recs[1].Rule != "no-welcome" || recs[0].Rule != policy.RuleContractAllow || recs[0].PolicyVersion == recs[1].PolicyVersion {
 		t.Fatalf("records %+v", recs)
+	}
+}
+
+// TestHooksThroughTheAgent: a configured guard hook that fails refuses the task's call with
+// its name in the reason; an observer that fails leaves a call done and logs a line.
+func TestHooksThroughTheAgent(t *testing.T) {
+	bin := buildMCPServer(t)
+	dir := t.TempDir()
+	failing := filepath.Join(dir, "failing-hook")
+	if err := os.WriteFile(failing, []byte("#!/bin/sh\nexit 7\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	config := func(point string) *Config {
+		t.Helper()
+		c, err := ParseConfig("hooks.yaml", strings.NewReader(fmt.Sprintf(`name: Hooks
+description: notes
+log: {level: info}
+limits: {shutdown_grace: 1s}
+auth: {anonymous: true}
+mcp_servers: [{name: notes, command: %q}]
+tool_contracts:
+  - {tool: notes__read_note, effect: read, risk: low, approval: none}
+skills:
+  - {id: read-note, name: Read, executor: mcp, tool: notes__read_note}
+policy:
+  hooks:
+    - {name: site-check, point: %s, command: %q, timeout: 5s}
+`, bin, point, failing)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.DataDir = filepath.Join(dir, point)
+		return c
+	}
+	read := func(url string) map[string]any {
+		t.Helper()
+		_, out := call(t, url, "", "", "SendMessage", `{"message":{"messageId":"h1","role":"ROLE_USER","parts":[{"text":"welcome"}]}}`)
+		return resultTask(t, out)
+	}
+
+	var logs syncBuffer
+	a, url := serveTools(t, config("pre_tool_call"), &logs)
+	task := read(url)
+	if st := state(task); st == "TASK_STATE_COMPLETED" || !strings.Contains(fmt.Sprint(task["status"]), "hook site-check failed") {
+		t.Fatalf("a failing guard let the call through: %s %v", st, task["status"])
+	}
+	recs, err := a.tools.audit.List(t.Context(), mcp.AuditFilter{})
+	if err != nil || len(recs) != 1 || recs[0].Hook != "site-check" || recs[0].Outcome != mcp.OutcomePermissionDenied {
+		t.Fatalf("records %+v, %v", recs, err)
+	}
+
+	var observed syncBuffer
+	_, url = serveTools(t, config("post_tool_call"), &observed)
+	if st := state(read(url)); st != "TASK_STATE_COMPLETED" {
+		t.Fatalf("a failing observer failed the call: %s", st)
+	}
+	if l := observed.String(); !strings.Contains(l, "observing hook failed") || !strings.Contains(l, "hook=site-check") {
+		t.Fatalf("no log line for the failed observer:\n%s", l)
 	}
 }
