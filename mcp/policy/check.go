@@ -26,8 +26,8 @@ type Tool struct {
 
 // Check reports, for a policy that compiles, the rules of one layer that overlap with
 // different verdicts (conflict), the rules that can match no call of the given tools
-// (never_matches: no tool matches their tools globs, or none names the resource kind they
-// need), and the rules a higher rule without a condition always beats (never_decides). An
+// (never_matches: no tool matches the tools globs of an allow or ask rule, or no tool a rule
+// names has a contract that extracts the resource kind it needs), and the rules a higher rule without a condition always beats (never_decides). An
 // overlap is judged on the fields alone: two rules with When conditions are reported when
 // they may overlap. tools may be nil, which skips never_matches.
 func Check(p *Policy, tools []Tool) []Finding {
@@ -94,6 +94,9 @@ func neverMatches(r *compiled, tools []Tool) string {
 	}
 	if len(kinds) > 0 {
 		return fmt.Sprintf("no tool it names has a contract that extracts %s resources", kindList(kinds))
+	}
+	if r.verdict == Deny {
+		return "" // a deny may guard tools a server adds later: the catalog is not the config
 	}
 	return fmt.Sprintf("its tools %v match no configured tool or contract", r.Tools)
 }

@@ -58,12 +58,14 @@ func TestCheck(t *testing.T) {
 		{ID: "allow-nothing", Layer: "allow", Tools: []string{"gone__read"}},
 		{ID: "allow-paths", Layer: "allow", Tools: []string{"notes__list"}, Paths: []string{"x"}},
 		{ID: "fine", Layer: "resource", Tools: []string{"fs__*"}, Paths: []string{"payments"}},
+		{ID: "guard-for-later", Layer: "immutable", Tools: []string{"shell__*"}},
+		{ID: "deny-paths-nowhere", Layer: "resource", Tools: []string{"notes__*"}, Paths: []string{"x"}},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := policy.Check(p, []policy.Tool{{Name: "mail__send"}, {Name: "notes__*"}, {Name: "fs__read", Kinds: []policy.Kind{policy.KindPath}}})
-	want := map[string]string{"allow-mail": "never_decides", "ask-notes-write": "conflict", "allow-nothing": "never_matches", "allow-paths": "never_matches"}
+	want := map[string]string{"allow-mail": "never_decides", "ask-notes-write": "conflict", "allow-nothing": "never_matches", "allow-paths": "never_matches", "deny-paths-nowhere": "never_matches"}
 	for _, f := range got {
 		if want[f.Rule] != f.Problem {
 			t.Errorf("unexpected finding %+v", f)
