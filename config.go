@@ -17,6 +17,7 @@ import (
 
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/internal/datadir"
+	"github.com/handoff-a2a/handoff/mcp/policy"
 )
 
 // ErrNoConfig is wrapped by [LoadConfig] when the file does not exist.
@@ -77,6 +78,9 @@ type Config struct {
 	// ToolContracts classify tools locally (server annotations are never
 	// trusted). A tool without one is write, high risk, approval mandatory.
 	ToolContracts []ToolContractConfig `yaml:"tool_contracts"`
+	// Policy holds the rules that decide every tool call. Default: none, and
+	// the contracts alone decide (a tool without one is denied).
+	Policy PolicyConfig `yaml:"policy"`
 	// Approvers are the principals ("key:NAME", "jwt:ISSUER#SUBJECT") whose
 	// messages may approve a tool call that needs approval. Default: none.
 	Approvers []string `yaml:"approvers"`
@@ -234,6 +238,9 @@ type ToolContractConfig struct {
 	// call's _meta: none, task (same task and arguments) or arguments (same
 	// arguments, any task). Default: none for read tools, task otherwise.
 	Idempotency string `yaml:"idempotency"`
+	// Resources say where the arguments name paths, URLs or ids, which the
+	// policy sees in canonical form.
+	Resources []policy.ResourceSpec `yaml:"resources"`
 }
 
 // StoreConfig chooses the task store, and the keys that seal the push
@@ -875,6 +882,7 @@ func (c *Config) validate(doc *yaml.Node) error {
 			bad(key+".idempotency", "%q is not none, task or arguments", tc.Idempotency)
 		}
 	}
+	c.validatePolicy(bad)
 	return errors.Join(errs...)
 }
 

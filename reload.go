@@ -10,13 +10,14 @@ import (
 
 // reloadable are the config keys Reload applies; every other change needs
 // a restart.
-var reloadable = []string{"mcp_servers", "tool_contracts", "approvers"}
+var reloadable = []string{"mcp_servers", "tool_contracts", "approvers", "policy"}
 
 // Reload applies the MCP part of a new config while the agent serves, as
 // `handoff serve` does on SIGHUP: mcp_servers (servers added, removed or
 // changed are started, stopped or restarted; unchanged ones keep their
-// session; the catalog gets a new snapshot), tool_contracts and approvers
-// (replaced whole; calls already running finish under the old ones). next
+// session; the catalog gets a new snapshot), tool_contracts, policy and
+// approvers (replaced whole; calls already running finish under the old
+// ones, and their audit records name the policy version they ran under). next
 // must come from [LoadConfig] or [ParseConfig], which validate it. If the
 // MCP part is refused (a server or contract the tool pipeline rejects),
 // nothing changes and the error says why. Changes to any other key are not

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -23,6 +22,8 @@ type tools struct {
 	manager  *mcp.Manager
 	pipeline *mcp.Pipeline
 	audit    auditLog
+	grants   mcp.GrantStore // beside the audit log, on the same store
+	log      *slog.Logger
 
 	reloading sync.Mutex // one reload at a time: the pipeline and the servers change together
 }
@@ -77,15 +78,20 @@ func newTools(c *Config, rdb redis.UniversalClient, log *slog.Logger, tel teleme
 	if err != nil {
 		return nil, err
 	}
+	grants, err := openGrants(c, rdb, audit) // from the store itself: the bbolt audit file holds them
+	if err != nil {
+		audit.Close()
+		return nil, err
+	}
 	if tel.metrics != nil || tel.tracing != nil {
 		audit = observedAudit{audit, tel.metrics, tel.tracer()}
 	}
-	p, err := mcp.NewPipeline(m, contracts, audit, mcp.WithApprovers(func(p string) bool { return slices.Contains(c.Approvers, p) }))
+	p, err := mcp.NewPipeline(m, contracts, audit, pipelineOptions(c, grants, log)...)
 	if err != nil {
 		audit.Close()
 		return nil, fmt.Errorf("%s: tool_contracts: %w", c.path, err)
 	}
-	return &tools{manager: m, pipeline: p, audit: audit}, nil
+	return &tools{manager: m, pipeline: p, audit: audit, grants: grants, log: log}, nil
 }
 
 // serverConfigs maps the config's mcp_servers onto the Manager's configs.
@@ -111,7 +117,7 @@ func toolContracts(c *Config) []mcp.Contract {
 	for _, tc := range c.ToolContracts {
 		ct := mcp.Contract{Tool: tc.Tool, Effect: mcp.Effect(tc.Effect), Risk: mcp.Risk(tc.Risk),
 			Approval: mcp.ApprovalMode(tc.Approval), Redact: tc.Redact, OutputSchema: tc.OutputSchema,
-			Idempotency: mcp.IdempotencyScope(tc.Idempotency)}
+			Idempotency: mcp.IdempotencyScope(tc.Idempotency), Resources: tc.Resources}
 		if tc.Timeout != nil {
 			ct.Timeout = tc.Timeout.Duration
 		}
@@ -130,7 +136,7 @@ func (t *tools) reload(c *Config) error {
 	if err := mcp.CheckServers(servers); err != nil {
 		return fmt.Errorf("%s: mcp_servers: %w", c.path, err)
 	}
-	if err := t.pipeline.Reconfigure(toolContracts(c), mcp.WithApprovers(func(p string) bool { return slices.Contains(c.Approvers, p) })); err != nil {
+	if err := t.pipeline.Reconfigure(toolContracts(c), pipelineOptions(c, t.grants, t.log)...); err != nil {
 		return fmt.Errorf("%s: tool_contracts: %w", c.path, err)
 	}
 	if err := t.manager.Reconfigure(servers); err != nil { // checked above: not expected

@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"time"
+
+	"github.com/handoff-a2a/handoff/mcp/policy"
 )
 
 // ApprovalRequest is what a task waiting for an approval shows: enough for an approver to
@@ -36,6 +39,47 @@ type Approval struct {
 	Approver string
 	// Tool, SnapshotVersion, Digest and Token echo the request being approved.
 	Tool, SnapshotVersion, Digest, Token string
+	// Scope is how far the approval reaches: once (empty: this call only), task (the tool's
+	// calls by the same caller for the rest of the task) or scope (the tool's calls by the
+	// same caller on resources under Resource until Expires). Wider than once, the pipeline
+	// stores a [policy.Grant] (with [WithGrants]) when the call it approves is one a grant
+	// may answer: never past a deny or a mandatory ask.
+	Scope policy.Scope
+	// Resource is a scope grant's path or URL prefix, canonicalised like the call's.
+	Resource string
+	// Expires ends a scope grant; required for one.
+	Expires time.Time
+}
+
+// grantFrom is the grant an accepted approval of prop makes, or nil for a once approval.
+func grantFrom(a *Approval, prop Proposal, now time.Time) (*policy.Grant, error) {
+	if a.Scope == "" || a.Scope == policy.ScopeOnce {
+		return nil, nil
+	}
+	g := &policy.Grant{ID: NewGrantID(), Scope: a.Scope, Approver: a.Approver, Principal: prop.Principal,
+		Tool: prop.Tool, Created: now.UTC(), Expires: a.Expires.UTC()}
+	if a.Expires.IsZero() {
+		g.Expires = time.Time{}
+	}
+	switch a.Scope {
+	case policy.ScopeTask:
+		g.TaskID = prop.TaskID
+	case policy.ScopeResource:
+		if a.Resource != "" {
+			r, err := policy.CanonicalURL(a.Resource)
+			if err != nil {
+				r, err = policy.CanonicalPath("", a.Resource)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("grant resource %q is neither a URL nor a path under the root", a.Resource)
+			}
+			g.Resource = r
+		}
+	}
+	if err := g.Check(); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // approvalToken is HMAC-SHA256(key, taskID|tool|snapshot|digest), hex. Each field is length
@@ -71,13 +115,13 @@ func writeField(h hash.Hash, f string) {
 }
 
 // mayApprove reports whether principal may approve calls under this policy ([WithApprovers]).
-func (pol *policy) mayApprove(principal string) bool {
+func (pol *governance) mayApprove(principal string) bool {
 	return principal != "" && pol.cfg.isApprover != nil && pol.cfg.isApprover(principal)
 }
 
 // checkApproval reports why an approval does not let this proposal run, or "" if it does.
 // The reasons name no argument values, only what did not match.
-func (pol *policy) checkApproval(prop Proposal, digest string, a *Approval) string {
+func (pol *governance) checkApproval(prop Proposal, digest string, a *Approval) string {
 	switch {
 	case !pol.mayApprove(a.Approver):
 		return fmt.Sprintf("approval refused: %q may not approve tool calls", a.Approver)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/handoff-a2a/handoff/mcp/policy"
 )
 
 // AuditRecord is what the pipeline keeps of one [Pipeline.Run]. It never holds the arguments
@@ -34,6 +36,19 @@ type AuditRecord struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Decision is the policy's answer, empty if the call ended before it.
 	Decision Decision `json:"decision,omitempty"`
+	// Rule and Layer name the policy rule that decided (see [policy.Decision]).
+	Rule string `json:"rule,omitempty"`
+	// Layer is the deciding rule's layer.
+	Layer policy.Layer `json:"layer,omitempty"`
+	// PolicyVersion is the version of the policy that decided: a hash of its rules and the
+	// contracts. A call in flight across a reload keeps the version it started with.
+	PolicyVersion string `json:"policy_version,omitempty"`
+	// Resources are the canonical resources the policy decided on.
+	Resources []policy.Resource `json:"resources,omitempty"`
+	// Hook is the pre_tool_call hook that denied the call or asked for an approval, if one did.
+	Hook string `json:"hook,omitempty"`
+	// Grant is the id of the grant this call's approval made, if it made one.
+	Grant string `json:"grant,omitempty"`
 	// Approver is whose approval let the call run, if one did.
 	Approver string `json:"approver,omitempty"`
 	// Outcome is the call's terminal result.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/handoff-a2a/handoff/mcp/policy"
 )
 
 // Effect is what a tool does to the world, as the local contract says.
@@ -99,10 +101,14 @@ type Contract struct {
 	// Idempotency says which calls share an idempotency key. Empty means
 	// [IdempotencyNone] for a read tool and [IdempotencyTask] for any other.
 	Idempotency IdempotencyScope
+	// Resources say where the arguments name paths, URLs or ids; the policy sees them only
+	// in canonical form (see [policy.Extract]).
+	Resources []policy.ResourceSpec
 }
 
 // DefaultContract is the contract of a tool no configured contract matches: a high-risk write
-// that needs an approval, so that an unknown tool never runs on its own (fail closed).
+// that needs an approval. The policy's default layer denies such a tool's calls
+// ([policy.RuleNoContract]); only a configured allow rule lets one run.
 func DefaultContract(tool string) Contract {
 	return Contract{Tool: tool, Effect: EffectWrite, Risk: RiskHigh, Approval: ApprovalMandatory}
 }
@@ -119,7 +125,8 @@ type contracts struct {
 // compiledContract is a checked contract with its output schema compiled once, not per call.
 type compiledContract struct {
 	Contract
-	output *jsonschema.Resolved // nil: the tool's own output schema applies
+	output  *jsonschema.Resolved // nil: the tool's own output schema applies
+	matched bool                 // a configured contract, not DefaultContract
 }
 
 // newContracts checks every contract and reports every problem at once.
@@ -197,7 +204,11 @@ func compileContract(c Contract) (compiledContract, []string) {
 	if slices.Contains(c.Redact, "") {
 		problems = append(problems, "empty name in redact")
 	}
-	cc := compiledContract{Contract: c}
+	if err := policy.CheckSpecs(c.Resources); err != nil {
+		problems = append(problems, err.Error())
+	}
+	c.Resources = slices.Clone(c.Resources)
+	cc := compiledContract{Contract: c, matched: true}
 	if c.OutputSchema != nil {
 		// Compiled here, so that a broken schema is refused at startup and a good one is not
 		// compiled again on every call.
@@ -221,5 +232,6 @@ func (cs contracts) lookup(tool string) compiledContract {
 		}
 	}
 	c, _ := compileContract(DefaultContract(tool)) // fills the default idempotency; cannot fail
+	c.matched = false
 	return c
 }

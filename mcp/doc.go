@@ -18,11 +18,19 @@
 //
 //	snapshot check → arguments validated against inputSchema → RFC 8785 digest of
 //	{tool, arguments} → local [Contract] (effect, risk, approval, idempotency, timeout,
-//	redaction, output schema) → [Decision] allow | deny | ask ([Approval] bound to the
-//	digest) → call through the Manager, with a deadline, the caller's cancellation and the
+//	redaction, output schema, resources) → canonical resources → policy layers
+//	(package [policy]: rules, grants from a [GrantStore], the contract's defaults)
+//	→ pre_tool_call [Hook]s (may deny or ask, fail closed) → [Decision] allow | deny |
+//	ask ([Approval] bound to the digest; a task or scope approval stores a grant)
+//	→ call through the Manager, with a deadline, the caller's cancellation and the
 //	idempotency key in _meta → normalise: isError, protocol errors, timeouts, lost
 //	connections, structuredContent against the output schema → one [Outcome]
-//	→ one [AuditRecord] ([BoltAudit]: durable, group-committed)
+//	→ one [AuditRecord] ([BoltAudit]: durable, group-committed; it names the deciding
+//	rule, its layer, the policy version and the resources) → post_tool_call hooks
+//	(observe only, fail open)
+//
+// [Explain] and [Pipeline.Explain] give the policy's decision on a proposal without running
+// it.
 //
 // Server annotations are never trusted: the contract says whether a tool reads, and only a
 // read is retried after a lost connection; a write whose request was sent and not answered

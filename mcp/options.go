@@ -8,15 +8,18 @@ import (
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/handoff-a2a/handoff/mcp/policy"
 )
 
 // Options follow connect-go's scheme: a ManagerOption configures a [Manager],
 // a PipelineOption a [Pipeline], a FaceOption a [Face], and an Option, such
 // as [WithLogger], fits all the types it names.
 
-// An Option configures a [Manager] and a [Face] alike.
+// An Option configures a [Manager], a [Pipeline] and a [Face] alike.
 type Option interface {
 	ManagerOption
+	PipelineOption
 	FaceOption
 }
 
@@ -76,12 +79,18 @@ type pipelineConfig struct {
 	isApprover   func(principal string) bool // nil: nobody may approve
 	key          []byte
 	deny         []string
+	rules        []policy.Rule
+	grants       GrantStore // nil: no grants beyond once approvals
+	hooks        []Hook
+	hookClient   *http.Client // nil: http hooks are refused
+	logger       *slog.Logger
+	lookupEnv    LookupEnv
 	auditTimeout time.Duration
 }
 
 // newPipelineConfig applies the defaults, then opts.
 func newPipelineConfig(opts []PipelineOption) pipelineConfig {
-	c := pipelineConfig{auditTimeout: 10 * time.Second}
+	c := pipelineConfig{auditTimeout: 10 * time.Second, logger: slog.New(slog.DiscardHandler), lookupEnv: os.LookupEnv}
 	for _, o := range opts {
 		o.applyPipeline(&c)
 	}
@@ -117,12 +126,13 @@ func WithPublicHosts(hosts ...string) FaceOption {
 // loggerOption is [WithLogger]'s: one logger for each type it configures.
 type loggerOption struct{ l *slog.Logger }
 
-func (o loggerOption) applyManager(c *config)  { c.logger = o.l }
-func (o loggerOption) applyFace(c *faceConfig) { c.logger = o.l }
+func (o loggerOption) applyManager(c *config)          { c.logger = o.l }
+func (o loggerOption) applyPipeline(c *pipelineConfig) { c.logger = o.l }
+func (o loggerOption) applyFace(c *faceConfig)         { c.logger = o.l }
 
 // WithLogger sets the logger: a Manager's for connects, disconnects and catalog changes, a
-// Face's for the tasks it could not cancel and the SDK's warnings. By default nothing is
-// logged.
+// Pipeline's for the observing hooks that failed, a Face's for the tasks it could not cancel
+// and the SDK's warnings. By default nothing is logged.
 func WithLogger(l *slog.Logger) Option { return loggerOption{l} }
 
 // WithLookupEnv sets where ${VAR} in Env and Headers, PATH and InheritEnv are read from. The
@@ -182,4 +192,31 @@ func WithApprovalKey(key []byte) PipelineOption {
 // Manager's per-server filters already hide tools from the catalog.
 func WithDeny(globs ...string) PipelineOption {
 	return pipelineOptionFunc(func(c *pipelineConfig) { c.deny = append(c.deny, globs...) })
+}
+
+// WithPolicy adds policy rules (see [policy.Rule]) after the WithDeny globs. By default there
+// are none, and the contracts alone decide (see [Decision]). The rules are compiled by
+// [NewPipeline] and [Pipeline.Reconfigure], which refuse a set with any problem.
+func WithPolicy(rules ...policy.Rule) PipelineOption {
+	return pipelineOptionFunc(func(c *pipelineConfig) { c.rules = append(c.rules, rules...) })
+}
+
+// WithGrants keeps the grants that task and scope approvals make in store, and consults it
+// at every call by an authenticated caller (see [Approval.Scope]). By default there is no
+// store: an approval covers its one call, and a wider one is refused.
+func WithGrants(store GrantStore) PipelineOption {
+	return pipelineOptionFunc(func(c *pipelineConfig) { c.grants = store })
+}
+
+// WithHooks adds hooks run at fixed points of every call (see [Hook] and [HookPoint]), in
+// the order given. By default there are none.
+func WithHooks(hooks ...Hook) PipelineOption {
+	return pipelineOptionFunc(func(c *pipelineConfig) { c.hooks = append(c.hooks, hooks...) })
+}
+
+// WithHookClient sets the client http hooks are called with: the agent gives its push SSRF
+// guard's ([push.Guard.Client]), so that a hook URL reaches only what a push target may. By
+// default there is none, and a pipeline with an http hook is refused.
+func WithHookClient(hc *http.Client) PipelineOption {
+	return pipelineOptionFunc(func(c *pipelineConfig) { c.hookClient = hc })
 }

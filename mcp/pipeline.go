@@ -18,17 +18,28 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/handoff-a2a/handoff/internal/jcs"
+	"github.com/handoff-a2a/handoff/mcp/policy"
 )
 
-// Decision is the policy's answer to a proposed call. The table, first match wins:
+// Decision is the policy's answer to a proposed call, from the layers of package
+// [policy], highest first; the first layer with a matching rule decides:
 //
-//	tool matches a WithDeny glob                          deny
-//	contract Approval mandatory                           ask
-//	Effect destructive or external_send, and Risk high    ask (approval none cannot waive it)
-//	anything else (Approval none)                         allow
+//	immutable  a WithDeny glob, or a WithPolicy rule of layer immutable   deny
+//	tenant     WithPolicy rules of layer tenant                           deny
+//	resource   WithPolicy rules of layer resource; resources that cannot
+//	           be made canonical (a path leaving its root)                deny
+//	ask        contract Approval mandatory; rules of layer ask            ask
+//	grant      a task or scope grant                                      allow
+//	allow      contract Approval none (unless the tool is a high-risk
+//	           destructive or external_send one); rules of layer allow    allow (or ask)
+//	default    no contract matches the tool                               deny
+//	           a read                                                     allow
+//	           anything else                                              ask
 //
-// A tool without a contract gets [DefaultContract], so it is asked about. A call that never
-// reached the decision (unavailable tool, invalid arguments) is audited with no Decision.
+// So with no rules configured the table is today's: a high-risk destructive or
+// external_send tool is asked about even with approval none, and approval none allows the
+// rest. A call that never reached the decision (unavailable tool, invalid arguments) is
+// audited with no Decision.
 type Decision string
 
 const (
@@ -50,6 +61,12 @@ type Proposal struct {
 	TaskID string
 	// Principal is the authenticated A2A caller who asked.
 	Principal string
+	// Tenant is the caller's tenant, if its credential names one; policy rules on tenants
+	// match only a call that carries it.
+	Tenant string
+	// Skill is the id of the skill the call serves, if any; rules on skills match only a
+	// call that carries it.
+	Skill string
 	// Tool is the catalog name, server__tool.
 	Tool string
 	// SnapshotVersion is the catalog snapshot the call was planned against.
@@ -69,6 +86,9 @@ type PipelineResult struct {
 	// Decision is the policy's answer; empty when the call ended before the decision
 	// (unavailable tool, invalid arguments).
 	Decision Decision
+	// Policy is the policy engine's whole decision: the deciding rule and layer, the policy
+	// version, every rule that matched. Zero when the call ended before the decision.
+	Policy policy.Decision
 	// Digest is the argument digest (see [ApprovalRequest.Digest]); empty when the arguments
 	// could not be canonicalised.
 	Digest string
@@ -96,14 +116,18 @@ const minKeyLen = 32
 // local contract, policy decision, approval, execution through the [Manager], and one
 // [AuditRecord] per call. Its methods are safe for concurrent use.
 type Pipeline struct {
-	m      *Manager
-	audit  AuditLog
-	policy atomic.Pointer[policy] // replaced whole by Reconfigure; each Run reads it once
+	m     *Manager
+	audit AuditLog
+	gov   atomic.Pointer[governance] // replaced whole by Reconfigure; each Run reads it once
 }
 
-// policy is what a config reload may change: the contracts and the options.
-type policy struct {
+// governance is what a config reload may change: the contracts, the policy rules and the
+// options. A Run holds the one it started with to its end, so a call in flight finishes
+// under the policy version it was decided by.
+type governance struct {
 	contracts contracts
+	rules     *policy.Policy
+	hooks     *hookRunner
 	cfg       pipelineConfig
 }
 
@@ -122,7 +146,7 @@ func NewPipeline(m *Manager, contracts []Contract, audit AuditLog, opts ...Pipel
 		return nil, err
 	}
 	p := &Pipeline{m: m, audit: audit}
-	p.policy.Store(pol)
+	p.gov.Store(pol)
 	return p, nil
 }
 
@@ -131,17 +155,17 @@ func NewPipeline(m *Manager, contracts []Contract, audit AuditLog, opts ...Pipel
 // that approvals requested before the reload still verify (against the new approvers). A
 // set with any problem is refused whole, and nothing changes.
 func (p *Pipeline) Reconfigure(contracts []Contract, opts ...PipelineOption) error {
-	pol, err := newPolicy(contracts, p.policy.Load().cfg.key, opts)
+	pol, err := newPolicy(contracts, p.gov.Load().cfg.key, opts)
 	if err != nil {
 		return err
 	}
-	p.policy.Store(pol)
+	p.gov.Store(pol)
 	return nil
 }
 
 // newPolicy checks contracts and options; key is the approval key to keep when opts set
 // none (nil: draw one).
-func newPolicy(list []Contract, key []byte, opts []PipelineOption) (*policy, error) {
+func newPolicy(list []Contract, key []byte, opts []PipelineOption) (*governance, error) {
 	c := newPipelineConfig(opts)
 	var errs []error
 	switch {
@@ -153,26 +177,39 @@ func newPolicy(list []Contract, key []byte, opts []PipelineOption) (*policy, err
 		c.key = make([]byte, minKeyLen)
 		_, _ = rand.Read(c.key) // crypto/rand.Read never fails
 	}
+	// WithDeny's globs are the first immutable rules: the binary's own denies.
+	rules := make([]policy.Rule, 0, len(c.deny)+len(c.rules))
 	for _, g := range c.deny {
 		if _, err := path.Match(g, ""); err != nil {
 			errs = append(errs, fmt.Errorf("tool pipeline: bad deny pattern %q: %v", g, err))
+			continue
 		}
+		rules = append(rules, policy.Rule{ID: "deny:" + g, Layer: "immutable", Tools: []string{g}, Reason: "the tool is denied by policy"})
 	}
+	rules = append(rules, c.rules...)
+	errs = append(errs, checkHooks(c.hooks, c.hookClient)...)
 	cs, err := newContracts(list)
 	if err != nil {
 		errs = append(errs, err)
 	}
+	// The contracts decide too (effect, risk, approval, resources): their hash is part of
+	// the policy version.
+	extra, _ := json.Marshal(list) // strings, durations and JSON schemas: cannot fail
+	engine, err := policy.New(rules, extra)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("tool pipeline: policy: %w", err))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &policy{contracts: cs, cfg: c}, nil
+	return &governance{contracts: cs, rules: engine, hooks: newHookRunner(c.hooks, c.hookClient, c.lookupEnv, c.logger), cfg: c}, nil
 }
 
 // Contract returns the contract that governs a catalog name: the exact one, else the longest
 // matching glob (its Tool is then that glob), else [DefaultContract]. Empty fields are filled
 // with the fail-closed defaults.
 func (p *Pipeline) Contract(tool string) Contract {
-	c := p.policy.Load().contracts.lookup(tool).Contract
+	c := p.gov.Load().contracts.lookup(tool).Contract
 	c.Redact = slices.Clone(c.Redact)
 	return c
 }
@@ -198,8 +235,9 @@ func (p *Pipeline) Run(ctx context.Context, prop Proposal, approval *Approval) P
 		Tool:            prop.Tool,
 		SnapshotVersion: prop.SnapshotVersion,
 	}
-	pol := p.policy.Load()
-	res := p.run(ctx, pol, prop, approval, rec)
+	pol := p.gov.Load()
+	var ev HookEvent // filled by run once the call is decided, for the observing hooks
+	res := p.run(ctx, pol, prop, approval, rec, &ev)
 	res.Tool, res.SnapshotVersion = prop.Tool, prop.SnapshotVersion
 	if res.Duration == 0 {
 		res.Duration = time.Since(start) // the Manager never ran: the pipeline's own time
@@ -215,11 +253,15 @@ func (p *Pipeline) Run(ctx context.Context, prop Proposal, approval *Approval) P
 	} else {
 		res.AuditID = rec.ID
 	}
+	if ev.Tool != "" && len(pol.hooks.post) > 0 {
+		ev.Point, ev.Outcome = HookPostToolCall, res.Outcome
+		pol.hooks.observe(ctx, ev)
+	}
 	return res
 }
 
 // run is Run up to the audit record, which it fills with what only it knows.
-func (p *Pipeline) run(ctx context.Context, pol *policy, prop Proposal, approval *Approval, rec *AuditRecord) PipelineResult {
+func (p *Pipeline) run(ctx context.Context, pol *governance, prop Proposal, approval *Approval, rec *AuditRecord, ev *HookEvent) PipelineResult {
 	stop := func(o Outcome, reason string) PipelineResult {
 		rec.Reason = reason
 		return PipelineResult{Result: Result{Outcome: o, Err: errors.New(reason)}}
@@ -250,7 +292,38 @@ func (p *Pipeline) run(ctx context.Context, pol *policy, prop Proposal, approval
 		return r
 	}
 
-	decision, why := pol.decide(prop.Tool, contract.Contract)
+	var grants []policy.Grant
+	var grantsErr error
+	if pol.cfg.grants != nil && prop.Principal != "" {
+		gctx, cancel := context.WithTimeout(ctx, grantTimeout)
+		grants, grantsErr = pol.cfg.grants.Grants(gctx, GrantFilter{Principal: prop.Principal, TaskID: prop.TaskID})
+		cancel()
+	}
+	pd := pol.decide(prop, contract, plain, grants)
+	rec.Rule, rec.Layer, rec.PolicyVersion, rec.Resources = pd.Rule, pd.Layer, pd.Version, pd.resources
+	decision, why := Decision(pd.Verdict), scrub.text(pd.Reason)
+	if grantsErr != nil && decision == DecisionAsk { // grants only widen: without them, ask
+		why += "; the grants could not be read"
+	}
+	if len(pol.hooks.pre)+len(pol.hooks.post) > 0 {
+		*ev = HookEvent{TaskID: prop.TaskID, Principal: prop.Principal, Tenant: prop.Tenant, Skill: prop.Skill, Tool: prop.Tool,
+			Arguments: shown(args, contract.Redact), ArgsDigest: digest, Resources: pd.resources, Decision: pd.Decision}
+	}
+	if decision != DecisionDeny && len(pol.hooks.pre) > 0 {
+		pre := *ev
+		pre.Point = HookPreToolCall
+		// A guard may make the answer stricter, never looser: deny beats ask beats allow.
+		switch v, by, reason := pol.hooks.guard(ctx, pre); {
+		case v == policy.Deny:
+			decision, why, rec.Hook = DecisionDeny, scrub.text(reason), by
+		case v == policy.Ask && decision == DecisionAllow:
+			decision, why, rec.Hook = DecisionAsk, scrub.text(reason), by
+		}
+	}
+	stop = func(o Outcome, reason string) PipelineResult {
+		rec.Reason = reason
+		return PipelineResult{Result: Result{Outcome: o, Err: errors.New(reason)}, Policy: pd.Decision}
+	}
 	switch decision {
 	case DecisionDeny:
 		r := stop(OutcomePermissionDenied, why)
@@ -260,6 +333,8 @@ func (p *Pipeline) run(ctx context.Context, pol *policy, prop Proposal, approval
 		reason := why
 		if approval != nil {
 			if refused := pol.checkApproval(prop, digest, approval); refused != "" {
+				reason = refused + "; " + why
+			} else if refused := p.grant(ctx, pol, pd.Layer, prop, approval, rec); refused != "" {
 				reason = refused + "; " + why
 			} else {
 				rec.Approver = approval.Approver
@@ -315,7 +390,32 @@ func (p *Pipeline) run(ctx context.Context, pol *policy, prop Proposal, approval
 	if out.Outcome == OutcomeSuccess || out.Outcome == OutcomeToolError {
 		rec.ResultSHA256 = resultHash(out)
 	}
-	return PipelineResult{Result: out, Decision: decision, Digest: digest, IdempotencyKey: key, Scrub: scrub.text}
+	return PipelineResult{Result: out, Decision: decision, Policy: pd.Decision, Digest: digest, IdempotencyKey: key, Scrub: scrub.text}
+}
+
+// grant stores the grant an accepted approval wider than once makes, and says why it
+// refuses one: without a store, for an ask a grant cannot answer (a mandatory one), or with
+// a grant that does not check. Refusing the whole approval, rather than running the call
+// once, keeps an approver from believing a grant stands that does not.
+func (p *Pipeline) grant(ctx context.Context, pol *governance, layer policy.Layer, prop Proposal, a *Approval, rec *AuditRecord) string {
+	g, err := grantFrom(a, prop, time.Now())
+	switch {
+	case err != nil:
+		return "approval refused: " + err.Error()
+	case g == nil:
+		return ""
+	case pol.cfg.grants == nil:
+		return fmt.Sprintf("approval refused: this agent keeps no grants, so it can approve once only, not for a %s", a.Scope)
+	case layer < policy.LayerGrant:
+		return fmt.Sprintf("approval refused: this call needs an approval of its own every time (layer %s), so it cannot be approved for a %s", layer, a.Scope)
+	}
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grantTimeout)
+	defer cancel()
+	if err := pol.cfg.grants.PutGrant(gctx, *g); err != nil {
+		return "approval refused: the grant could not be stored"
+	}
+	rec.Grant = g.ID
+	return ""
 }
 
 // outputSchema is the contract's output schema if it has one, else the tool's own (nil if
@@ -327,26 +427,27 @@ func (p *Pipeline) outputSchema(tool *Tool, c compiledContract) (*jsonschema.Res
 	return tool.outputSchema()
 }
 
-// decide applies the policy table documented on [Decision] to a catalog name and its
-// contract (whose Tool may be the glob that matched it).
-func (pol *policy) decide(tool string, c Contract) (Decision, string) {
-	for _, g := range pol.cfg.deny {
-		if ok, _ := path.Match(g, tool); ok {
-			return DecisionDeny, fmt.Sprintf("tool %s is denied by policy", tool)
-		}
+// policyDecision is the engine's decision and the canonical resources it was made on.
+type policyDecision struct {
+	policy.Decision
+	resources []policy.Resource
+}
+
+// decide asks the policy engine about one proposal under its contract (whose Tool may be
+// the glob that matched it). plain is the canonical arguments with float64 numbers.
+func (pol *governance) decide(prop Proposal, c compiledContract, plain any, grants []policy.Grant) policyDecision {
+	args, _ := plain.(map[string]any)
+	call := policy.Call{
+		Principal: prop.Principal, Tenant: prop.Tenant, Skill: prop.Skill, TaskID: prop.TaskID, Tool: prop.Tool,
+		Contracted: c.matched, Effect: string(c.Effect), Risk: string(c.Risk), Mandatory: c.Approval == ApprovalMandatory,
+		Args: args, Grants: grants,
 	}
-	switch {
-	case c.Approval == ApprovalMandatory:
-		why := fmt.Sprintf("tool %s needs an approval", tool)
-		if pol.cfg.isApprover == nil {
-			why += ", and no principal may approve"
-		}
-		return DecisionAsk, why
-	case c.Risk == RiskHigh && (c.Effect == EffectDestructive || c.Effect == EffectExternalSend):
-		return DecisionAsk, fmt.Sprintf("tool %s is a high-risk %s tool and needs an approval", tool, c.Effect)
-	default:
-		return DecisionAllow, ""
+	call.Resources, call.ResourceErr = policy.Extract(c.Resources, args)
+	d := pol.rules.Decide(&call)
+	if d.Verdict == policy.Ask && pol.cfg.isApprover == nil {
+		d.Reason += ", and no principal may approve"
 	}
+	return policyDecision{Decision: d, resources: call.Resources}
 }
 
 // canonicalise encodes the arguments as RFC 8785 canonical JSON and digests

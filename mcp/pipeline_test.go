@@ -159,12 +159,15 @@ func TestPipelineReadAllowed(t *testing.T) {
 	}
 }
 
-// TestPipelineApproval: a tool without a contract never runs without a matching approval
-// from a listed approver.
+// writeMandatory is the contract of ex__write_note in the approval tests: every call asks.
+var writeMandatory = mcp.Contract{Tool: "ex__write_note", Effect: mcp.EffectWrite, Risk: mcp.RiskHigh, Approval: mcp.ApprovalMandatory}
+
+// TestPipelineApproval: a tool whose contract makes approval mandatory never runs without a
+// matching approval from a listed approver.
 func TestPipelineApproval(t *testing.T) {
 	m := exampleManager(t)
 	key := bytes.Repeat([]byte("k"), 32)
-	h := newHarness(t, m, nil, mcp.WithApprovers(approvers("alice")), mcp.WithApprovalKey(key))
+	h := newHarness(t, m, []mcp.Contract{writeMandatory}, mcp.WithApprovers(approvers("alice")), mcp.WithApprovalKey(key))
 	args := map[string]any{"name": "n1", "text": "hello"}
 	prop := mcp.Proposal{TaskID: "t1", Tool: "ex__write_note", Arguments: args, SnapshotVersion: m.Snapshot().Version}
 	notWritten := func(t *testing.T) {
@@ -256,10 +259,10 @@ func TestPipelineApproval(t *testing.T) {
 	t.Run("approval key", func(t *testing.T) {
 		// The same key in another Pipeline (a restart, a replica) verifies the token; another
 		// key does not.
-		same := newHarness(t, m, nil, mcp.WithApprovers(approvers("alice")), mcp.WithApprovalKey(key))
+		same := newHarness(t, m, []mcp.Contract{writeMandatory}, mcp.WithApprovers(approvers("alice")), mcp.WithApprovalKey(key))
 		req := requestFor(prop)
 		wantOutcome(t, same.run(t, prop, approve(req, "alice")), mcp.OutcomeSuccess)
-		other := newHarness(t, m, nil, mcp.WithApprovers(approvers("alice")))
+		other := newHarness(t, m, []mcp.Contract{writeMandatory}, mcp.WithApprovers(approvers("alice")))
 		wantOutcome(t, other.run(t, prop, approve(req, "alice")), mcp.OutcomeApprovalRequired)
 		same.records(t)
 		other.records(t)
@@ -276,7 +279,7 @@ func TestPipelineApproval(t *testing.T) {
 // TestPipelineNoApprovers: by default nobody may approve, so a mandatory tool never runs.
 func TestPipelineNoApprovers(t *testing.T) {
 	m := exampleManager(t)
-	h := newHarness(t, m, nil)
+	h := newHarness(t, m, []mcp.Contract{writeMandatory})
 	prop := mcp.Proposal{Tool: "ex__write_note", Arguments: map[string]any{"name": "n1", "text": "x"}}
 	r := h.run(t, prop, nil)
 	wantOutcome(t, r, mcp.OutcomeApprovalRequired)

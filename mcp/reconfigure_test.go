@@ -127,18 +127,18 @@ func TestReconfigureBeforeRun(t *testing.T) {
 // requested before the reload still verifies; a bad set is refused and the old one stays.
 func TestPipelineReconfigure(t *testing.T) {
 	m := exampleManager(t)
-	h := newHarness(t, m, []mcp.Contract{contract("ex__read_note", readLow)}, mcp.WithApprovers(approvers("alice")))
+	h := newHarness(t, m, []mcp.Contract{contract("ex__read_note", readLow), writeMandatory}, mcp.WithApprovers(approvers("alice")))
 	read := mcp.Proposal{TaskID: "t1", Tool: "ex__read_note", Arguments: map[string]any{"name": "welcome"}}
 	wantOutcome(t, h.run(t, read, nil), mcp.OutcomeSuccess)
 
 	write := mcp.Proposal{TaskID: "t2", Tool: "ex__write_note", Arguments: map[string]any{"name": "r", "text": "x"}}
-	ask := h.run(t, write, nil) // no contract: asks
+	ask := h.run(t, write, nil) // approval mandatory: asks
 	wantOutcome(t, ask, mcp.OutcomeApprovalRequired)
 	approval := &mcp.Approval{Tool: write.Tool, SnapshotVersion: ask.Approval.SnapshotVersion, Digest: ask.Approval.Digest, Token: ask.Approval.Token}
 
 	mandatory := readLow
 	mandatory.Approval = mcp.ApprovalMandatory
-	if err := h.p.Reconfigure([]mcp.Contract{contract("ex__read_note", mandatory)}, mcp.WithApprovers(approvers("carol"))); err != nil {
+	if err := h.p.Reconfigure([]mcp.Contract{contract("ex__read_note", mandatory), writeMandatory}, mcp.WithApprovers(approvers("carol"))); err != nil {
 		t.Fatal(err)
 	}
 	wantOutcome(t, h.run(t, read, nil), mcp.OutcomeApprovalRequired)
@@ -172,7 +172,7 @@ func TestPipelineApproversAskedAtEachApproval(t *testing.T) {
 		a := allowed.Load()
 		return a != nil && p == *a
 	}
-	h := newHarness(t, m, nil, mcp.WithApprovers(isApprover))
+	h := newHarness(t, m, []mcp.Contract{writeMandatory}, mcp.WithApprovers(isApprover))
 	write := mcp.Proposal{TaskID: "t1", Tool: "ex__write_note", Arguments: map[string]any{"name": "a", "text": "x"}}
 	ask := h.run(t, write, nil)
 	wantOutcome(t, ask, mcp.OutcomeApprovalRequired)

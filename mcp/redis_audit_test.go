@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -120,7 +121,7 @@ func testAuditList(t *testing.T, open func(*testing.T) auditStore) {
 						t.Fatalf("record %d time %v, want %v", i, got[i].Time, w.Time)
 					}
 					got[i].Time = w.Time
-					if got[i] != w {
+					if !reflect.DeepEqual(got[i], w) {
 						t.Fatalf("record %d: %+v, want %+v", i, got[i], w)
 					}
 				}
