@@ -81,6 +81,13 @@ func (s *toolSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) ite
 				return
 			}
 			prop = p
+			if denial := denialFrom(ec); denial != nil { // ends the call without running it
+				if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
+					return
+				}
+				s.finish(ec, prop, s.pipeline.Deny(ctx, prop, *denial), yield)
+				return
+			}
 			approval = approvalFrom(ec)
 			if approval == nil {
 				yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, agentText(ec,
@@ -95,43 +102,49 @@ func (s *toolSkill) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) ite
 		if !ok {
 			return
 		}
-		switch res.Outcome {
-		case mcp.OutcomeSuccess:
-			s.forget(ec.TaskID)
-			// The result is kept with the task: a redacted argument it echoes is masked.
-			scrub := res.Scrub
-			if scrub == nil {
-				scrub = func(t string) string { return t }
-			}
-			parts := []*a2a.Part{}
-			if res.StructuredContent != nil {
-				parts = append(parts, a2a.NewDataPart(scrubValue(res.StructuredContent, scrub)))
-			}
-			if text := scrub(textOf(res.Content)); text != "" {
-				parts = append(parts, a2a.NewTextPart(text))
-			}
-			if len(parts) == 0 {
-				parts = append(parts, a2a.NewTextPart(""))
-			}
-			art := a2a.NewArtifactEvent(ec, parts...)
-			art.Artifact.Name = s.tool
-			if !yield(art, nil) {
-				return
-			}
-			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
-		case mcp.OutcomeApprovalRequired:
-			s.mu.Lock()
-			s.pending[ec.TaskID] = prop
-			s.mu.Unlock()
-			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, approvalRequestMessage(ec, res.Approval)), nil)
-		default:
-			s.forget(ec.TaskID)
-			reason := string(res.Outcome)
-			if res.Err != nil {
-				reason += ": " + res.Err.Error()
-			}
-			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, fmt.Sprintf("Tool %s ended %s", s.tool, reason))), nil)
+		s.finish(ec, prop, res, yield)
+	}
+}
+
+// finish yields the events that end a pipeline result: the artifact and
+// completed, input-required with the approval request, or failed.
+func (s *toolSkill) finish(ec *a2asrv.ExecutorContext, prop mcp.Proposal, res mcp.PipelineResult, yield func(a2a.Event, error) bool) {
+	switch res.Outcome {
+	case mcp.OutcomeSuccess:
+		s.forget(ec.TaskID)
+		// The result is kept with the task: a redacted argument it echoes is masked.
+		scrub := res.Scrub
+		if scrub == nil {
+			scrub = func(t string) string { return t }
 		}
+		parts := []*a2a.Part{}
+		if res.StructuredContent != nil {
+			parts = append(parts, a2a.NewDataPart(scrubValue(res.StructuredContent, scrub)))
+		}
+		if text := scrub(textOf(res.Content)); text != "" {
+			parts = append(parts, a2a.NewTextPart(text))
+		}
+		if len(parts) == 0 {
+			parts = append(parts, a2a.NewTextPart(""))
+		}
+		art := a2a.NewArtifactEvent(ec, parts...)
+		art.Artifact.Name = s.tool
+		if !yield(art, nil) {
+			return
+		}
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+	case mcp.OutcomeApprovalRequired:
+		s.mu.Lock()
+		s.pending[ec.TaskID] = prop
+		s.mu.Unlock()
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, approvalRequestMessage(ec, res.Approval)), nil)
+	default:
+		s.forget(ec.TaskID)
+		reason := string(res.Outcome)
+		if res.Err != nil {
+			reason += ": " + res.Err.Error()
+		}
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, fmt.Sprintf("Tool %s ended %s", s.tool, reason))), nil)
 	}
 }
 
@@ -337,6 +350,21 @@ func approvalFrom(ec *a2asrv.ExecutorContext) *mcp.Approval {
 		Digest: str("digest"), Token: str("token")}
 }
 
+// denialFrom reads a denial from the message's data parts: an approval
+// object whose decision is "deny" (it carries no token: see [mcp.Denial]),
+// with the denier being the authenticated caller who sent it.
+func denialFrom(ec *a2asrv.ExecutorContext) *mcp.Denial {
+	a := approvalData(ec.Message)
+	if d, _ := a["decision"].(string); d != approvalDeny {
+		return nil
+	}
+	reason, _ := a["reason"].(string)
+	return &mcp.Denial{Approver: principalOf(ec), Reason: reason}
+}
+
+// approvalDeny is the decision member of an approval object that denies.
+const approvalDeny = "deny"
+
 // approvalData is the first {"approval": {...}} object of m's data parts.
 func approvalData(m *a2a.Message) map[string]any {
 	for _, p := range m.Parts {
@@ -361,7 +389,7 @@ func approvalRequestMessage(ec *a2asrv.ExecutorContext, req *mcp.ApprovalRequest
 		a2a.NewTextPart(fmt.Sprintf("Tool %s needs an approval: %s", req.Tool, req.Reason)),
 		a2a.NewDataPart(map[string]any{approvalRequestKey: map[string]any{
 			"tool": req.Tool, "snapshot_version": req.SnapshotVersion,
-			"digest": req.Digest, "token": req.Token,
+			"digest": req.Digest, "token": req.Token, "arguments": req.Arguments,
 		}}))
 }
 
@@ -374,7 +402,7 @@ func approvalDecision(ec *a2asrv.ExecutorContext) *a2a.Message {
 		return nil
 	}
 	kept := map[string]any{}
-	for _, k := range []string{"tool", "snapshot_version", "digest", "token"} {
+	for _, k := range []string{"tool", "snapshot_version", "digest", "token", "decision", "reason"} {
 		if v, ok := a[k].(string); ok {
 			kept[k] = v
 		}
