@@ -110,7 +110,38 @@ func (c *Console) timeline(w http.ResponseWriter, r *http.Request, _ caller) {
 	for _, e := range evs {
 		out.Events = append(out.Events, timelineEvent{Seq: e.Seq, Event: a2a.StreamResponse{Event: e.Event}})
 	}
-	writeJSON(w, out)
+	b, err := json.Marshal(out)
+	if err != nil {
+		c.cfg.Logger.Error("console: encode timeline", slog.String("task_id", string(id)), slog.Any("error", err))
+		writeError(w, http.StatusInternalServerError, "the task could not be encoded")
+		return
+	}
+	var tree any
+	if err := json.Unmarshal(b, &tree); err != nil {
+		writeError(w, http.StatusInternalServerError, "the task could not be encoded")
+		return
+	}
+	writeJSON(w, hideTokens(tree))
+}
+
+// hideTokens drops the token of every approval request in v (a decoded
+// JSON tree, changed in place): the console decides approvals on the
+// server, so the browser has no use for a token, and none is shown.
+func hideTokens(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if req, ok := e.(map[string]any); ok && k == "approval_request" {
+				delete(req, "token")
+			}
+			hideTokens(e)
+		}
+	case []any:
+		for _, e := range v {
+			hideTokens(e)
+		}
+	}
+	return v
 }
 
 // artifact answers GET /console/api/tasks/{id}/artifacts/{artifact}/{part}:

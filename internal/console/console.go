@@ -3,7 +3,6 @@ package console
 import (
 	"context"
 	"embed"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -131,11 +130,7 @@ func New(c Config) *Console {
 	if c.IsApprover == nil {
 		c.IsApprover = func(string) bool { return false }
 	}
-	sub, err := fs.Sub(assets, "assets")
-	if err != nil { // the embedded tree is part of the binary
-		panic(err)
-	}
-	return &Console{cfg: c, sessions: newSessions(c.SessionTTL), static: http.StripPrefix(Prefix+"/", http.FileServerFS(sub)),
+	return &Console{cfg: c, sessions: newSessions(c.SessionTTL), static: http.StripPrefix(Prefix+"/", http.FileServerFS(assets)),
 		subs: map[chan a2a.TaskID]struct{}{}}
 }
 

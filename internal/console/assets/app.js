@@ -43,7 +43,10 @@ async function call(method, path, body) {
   }
   if (resp.status === 204) return null;
   const data = await resp.json().catch(() => ({}));
-  if (!resp.ok) throw new Error(data.error || resp.statusText);
+  if (!resp.ok) {
+    const e = data.error;
+    throw new Error(typeof e === "string" ? e : (e && e.message) || resp.statusText);
+  }
   return data;
 }
 

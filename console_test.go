@@ -1,0 +1,189 @@
+package handoff
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// consoleClient is a browser-like client of one agent's console: a cookie
+// jar and the CSRF token of its session.
+type consoleClient struct {
+	t    *testing.T
+	base string
+	hc   *http.Client
+	csrf string
+}
+
+func newConsoleClient(t *testing.T, base string) *consoleClient {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &consoleClient{t: t, base: base, hc: &http.Client{Jar: jar}}
+}
+
+// do sends one request to the console's API with the given headers and
+// returns the status, the response and its body.
+func (c *consoleClient) do(method, path, body string, header map[string]string) (int, *http.Response, string) {
+	c.t.Helper()
+	req, err := http.NewRequestWithContext(c.t.Context(), method, c.base+"/console/api/"+path, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp, string(b)
+}
+
+// signIn signs in with an API key and keeps the session's CSRF token.
+func (c *consoleClient) signIn(key string) *http.Response {
+	c.t.Helper()
+	status, resp, body := c.do("POST", "session", fmt.Sprintf(`{"api_key":%q}`, key), map[string]string{"Content-Type": "application/json"})
+	if status != http.StatusOK {
+		c.t.Fatalf("sign in: %d %s", status, body)
+	}
+	if strings.Contains(body, key) {
+		c.t.Errorf("the sign-in answer holds the key: %s", body)
+	}
+	var me struct{ CSRF string }
+	if err := json.Unmarshal([]byte(body), &me); err != nil || me.CSRF == "" {
+		c.t.Fatalf("sign in: %s", body)
+	}
+	c.csrf = me.CSRF
+	return resp
+}
+
+func (c *consoleClient) post(path, body string) (int, string) {
+	c.t.Helper()
+	status, _, b := c.do("POST", path, body, map[string]string{"Content-Type": "application/json", "X-CSRF-Token": c.csrf})
+	return status, b
+}
+
+// TestConsoleSession: signing in gives an HttpOnly, SameSite=Strict
+// session cookie (Secure only when the agent is reached over https), never
+// echoes the credential, and refuses a bad key, a cross-site origin and a
+// form post; a change needs the session's CSRF token.
+func TestConsoleSession(t *testing.T) {
+	bin := buildMCPServer(t)
+	for _, tc := range []struct {
+		name, publicURL string
+		secure          bool
+	}{{"http", "", false}, {"https public_url", "https://agent.example", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := redactConfig(t, bin, filepath.Join(t.TempDir(), "events"), t.TempDir())
+			c.PublicURL = tc.publicURL
+			cc := newConsoleClient(t, startAgent(t, c))
+			resp := cc.signIn("ops-key")
+			var ck *http.Cookie
+			for _, k := range resp.Cookies() {
+				if k.Name == "handoff_console" {
+					ck = k
+				}
+			}
+			if ck == nil || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/console" || ck.MaxAge <= 0 || ck.Secure != tc.secure {
+				t.Errorf("session cookie %+v, want HttpOnly, SameSite=Strict, Path=/console, expiring, Secure=%v", ck, tc.secure)
+			}
+
+			json := map[string]string{"Content-Type": "application/json"}
+			for name, h := range map[string]map[string]string{
+				"a bad key":  json,
+				"cross-site": {"Content-Type": "application/json", "Origin": "https://evil.example"},
+				"a form":     {"Content-Type": "application/x-www-form-urlencoded"},
+			} {
+				body := `{"api_key":"ops-key"}`
+				if name == "a bad key" {
+					body = `{"api_key":"wrong"}`
+				}
+				if status, _, b := newConsoleClient(t, cc.base).do("POST", "session", body, h); status != http.StatusUnauthorized && status != http.StatusForbidden {
+					t.Errorf("sign-in with %s: %d %s, want refused", name, status, b)
+				}
+			}
+
+			decide := `{"decision":"approve"}`
+			for name, h := range map[string]map[string]string{
+				"no token":    json,
+				"wrong token": {"Content-Type": "application/json", "X-CSRF-Token": "x" + cc.csrf},
+			} {
+				if status, _, b := cc.do("POST", "approvals/t1", decide, h); status != http.StatusForbidden {
+					t.Errorf("a decision with %s: %d %s, want 403", name, status, b)
+				}
+			}
+			if status, b := cc.post("approvals/t1", decide); status != http.StatusBadRequest || !strings.Contains(b, "waits for no approval") {
+				t.Errorf("a decision with the token, on no waiting task: %d %s", status, b)
+			}
+			if status, _, _ := newConsoleClient(t, cc.base).do("GET", "tasks", "", nil); status != http.StatusUnauthorized {
+				t.Errorf("tasks without a session: %d, want 401", status)
+			}
+		})
+	}
+}
+
+// TestConsoleDeny: the console's Deny fails the waiting task with the
+// approver's reason, through the same approval path as the CLI, and the
+// owner's task says so.
+func TestConsoleDeny(t *testing.T) {
+	bin := buildMCPServer(t)
+	url := startAgent(t, redactConfig(t, bin, filepath.Join(t.TempDir(), "events"), t.TempDir()))
+	_, out := call(t, url, "", "", "SendMessage", `{"message":{"messageId":"w1","role":"ROLE_USER",
+		"metadata":{"handoff/skill":"write-note"},"parts":[{"data":{"name":"n1","text":"hello"}}]}}`)
+	id := resultTask(t, out)["id"].(string)
+
+	ops := newConsoleClient(t, url)
+	ops.signIn("ops-key")
+	if status, b := ops.post("approvals/"+id, `{"decision":"approve","scope":"task"}`); status != http.StatusBadRequest {
+		t.Errorf("scope task: %d %s, want refused until grants exist", status, b)
+	}
+	status, b := ops.post("approvals/"+id, `{"decision":"deny","reason":"no notes today"}`)
+	if status != http.StatusOK || !strings.Contains(b, "TASK_STATE_FAILED") {
+		t.Fatalf("deny: %d %s", status, b)
+	}
+	_, out = call(t, url, "", "", "GetTask", fmt.Sprintf(`{"id":%q}`, id))
+	task, _ := json.Marshal(out["result"])
+	if !strings.Contains(string(task), "TASK_STATE_FAILED") || !strings.Contains(string(task), "denied by key:ops: no notes today") {
+		t.Errorf("the denied task: %s", task)
+	}
+}
+
+// TestConsoleOff: console.enabled false serves no console; the default
+// serves it under a strict Content-Security-Policy.
+func TestConsoleOff(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want int
+	}{{"", http.StatusOK}, {"console: {enabled: false}\n", http.StatusNotFound}} {
+		c, err := ParseConfig("c.yaml", strings.NewReader("name: A\ndescription: B\nlog: {level: error}\nlimits: {shutdown_grace: 1s}\n"+
+			"auth: {anonymous: true}\nskills: [{id: s, name: S, executor: tck}]\n"+tc.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.DataDir = t.TempDir()
+		resp, err := http.Get(startAgent(t, c) + "/console/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%q: GET /console/ %d, want %d", tc.yaml, resp.StatusCode, tc.want)
+		}
+		if csp := resp.Header.Get("Content-Security-Policy"); tc.want == http.StatusOK && !strings.HasPrefix(csp, "default-src 'none'") {
+			t.Errorf("console CSP %q", csp)
+		}
+	}
+	if _, err := ParseConfig("c.yaml", strings.NewReader("name: A\ndescription: B\nauth: {anonymous: true}\nskills: [{id: s, name: S, executor: tck}]\n"+
+		"console: {session_ttl: 5s}\n")); err == nil || !strings.Contains(err.Error(), "console.session_ttl") {
+		t.Errorf("a 5s session_ttl: %v", err)
+	}
+}
