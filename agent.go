@@ -354,6 +354,9 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	// Streams per HTTP/2 connection: each is a handler goroutine, and the
 	// connection cap counts connections, not streams.
 	srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: a2ahttp.MaxStreamsPerConn}
+	if c := a.console.Load(); c != nil { // its live pages' streams would hold the drain to its deadline
+		srv.RegisterOnShutdown(c.EndStreams)
+	}
 	if a.tools != nil { // MCP servers run as long as the agent serves
 		mcpCtx, stopMCP := context.WithCancel(context.WithoutCancel(ctx))
 		mcpDone := make(chan struct{})

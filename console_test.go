@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/handoff-a2a/handoff/internal/auth"
 )
 
 // consoleClient is a browser-like client of one agent's console: a cookie
@@ -185,5 +188,44 @@ func TestConsoleOff(t *testing.T) {
 	if _, err := ParseConfig("c.yaml", strings.NewReader("name: A\ndescription: B\nauth: {anonymous: true}\nskills: [{id: s, name: S, executor: tck}]\n"+
 		"console: {session_ttl: 5s}\n")); err == nil || !strings.Contains(err.Error(), "console.session_ttl") {
 		t.Errorf("a 5s session_ttl: %v", err)
+	}
+}
+
+// TestConsoleStreamEndsAtShutdown: an open console page does not hold the
+// agent's shutdown to its drain deadline (shutdown_grace + 5s): its live
+// stream ends when the server shuts down.
+func TestConsoleStreamEndsAtShutdown(t *testing.T) {
+	c, err := ParseConfig("c.yaml", strings.NewReader("name: A\ndescription: B\nlog: {level: error}\nlimits: {shutdown_grace: 1s}\n"+
+		"auth: {api_keys: [{name: ops, sha256: "+auth.HashAPIKey("ops-key")+"}]}\nskills: [{id: s, name: S, executor: tck}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DataDir = t.TempDir()
+	url := startAgent(t, c)
+	cc := newConsoleClient(t, url)
+	cc.signIn("ops-key")
+	req, err := http.NewRequestWithContext(t.Context(), "GET", url+"/console/api/stream", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cc.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	ended := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, resp.Body); ended <- err }()
+	start := time.Now()
+	stopAgent(t, url)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("shutdown with an open console stream took %s, want well under the 6s drain deadline", took)
+	}
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Error("the console stream is still open after the agent stopped")
 	}
 }

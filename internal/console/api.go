@@ -251,6 +251,8 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, who caller) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-c.stopped:
+			return
 		case <-ping.C:
 			fmt.Fprint(w, ": ping\n\n")
 		case id := <-ids:

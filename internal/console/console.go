@@ -117,6 +117,9 @@ type Console struct {
 
 	mu   sync.Mutex
 	subs map[chan a2a.TaskID]struct{}
+
+	ending  sync.Once
+	stopped chan struct{} // closed by EndStreams
 }
 
 // New returns the console serving from c.
@@ -131,7 +134,14 @@ func New(c Config) *Console {
 		c.IsApprover = func(string) bool { return false }
 	}
 	return &Console{cfg: c, sessions: newSessions(c.SessionTTL), static: http.StripPrefix(Prefix+"/", http.FileServerFS(assets)),
-		subs: map[chan a2a.TaskID]struct{}{}}
+		subs: map[chan a2a.TaskID]struct{}{}, stopped: make(chan struct{})}
+}
+
+// EndStreams ends every live stream, now and from now on. A stream never
+// goes idle, so a server's Shutdown would wait for it until its deadline:
+// register EndStreams with http.Server.RegisterOnShutdown.
+func (c *Console) EndStreams() {
+	c.ending.Do(func() { close(c.stopped) })
 }
 
 // Notify tells the console's live streams that task id changed. It does not
