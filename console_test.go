@@ -229,3 +229,68 @@ func TestConsoleStreamEndsAtShutdown(t *testing.T) {
 		t.Error("the console stream is still open after the agent stopped")
 	}
 }
+
+// TestConsoleTasksPages: the tasks page lists the caller's tasks newest
+// first, in pages, filtered by state, and none of another caller's.
+func TestConsoleTasksPages(t *testing.T) {
+	c, err := ParseConfig("c.yaml", strings.NewReader(fmt.Sprintf("name: A\ndescription: B\nlog: {level: error}\nlimits: {shutdown_grace: 1s}\n"+
+		"auth: {api_keys: [{name: ops, sha256: %s}, {name: bob, sha256: %s}]}\nskills: [{id: s, name: S, executor: tck}]\n",
+		auth.HashAPIKey("ops-key"), auth.HashAPIKey("bob-key"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DataDir = t.TempDir()
+	url := startAgent(t, c)
+	var ids []string
+	for i, prefix := range []string{"tck-complete-task", "tck-input-required", "tck-complete-task"} {
+		_, out := call(t, url, "X-API-Key", "ops-key", "SendMessage",
+			fmt.Sprintf(`{"message":{"messageId":"%s-%d","role":"ROLE_USER","parts":[{"text":"hi"}]}}`, prefix, i))
+		ids = append(ids, resultTask(t, out)["id"].(string))
+	}
+	_, out := call(t, url, "X-API-Key", "bob-key", "SendMessage", `{"message":{"messageId":"tck-complete-task-bob","role":"ROLE_USER","parts":[{"text":"hi"}]}}`)
+	bobs := resultTask(t, out)["id"].(string)
+
+	ops := newConsoleClient(t, url)
+	ops.signIn("ops-key")
+	type page struct {
+		Tasks []struct {
+			ID, State string
+		}
+		Total    int
+		NextPage string `json:"next_page"`
+	}
+	list := func(query string) page {
+		t.Helper()
+		status, _, b := ops.do("GET", "tasks?"+query, "", nil)
+		var p page
+		if status != http.StatusOK || json.Unmarshal([]byte(b), &p) != nil {
+			t.Fatalf("tasks?%s: %d %s", query, status, b)
+		}
+		return p
+	}
+	first := list("size=2")
+	if len(first.Tasks) != 2 || first.Total != 3 || first.NextPage == "" || first.Tasks[0].ID != ids[2] || first.Tasks[1].ID != ids[1] {
+		t.Errorf("first page: %+v, want the newest two of three", first)
+	}
+	second := list("size=2&page=" + first.NextPage)
+	if len(second.Tasks) != 1 || second.Tasks[0].ID != ids[0] || second.NextPage != "" {
+		t.Errorf("second page: %+v, want the oldest", second)
+	}
+	waiting := list("state=TASK_STATE_INPUT_REQUIRED")
+	if len(waiting.Tasks) != 1 || waiting.Tasks[0].ID != ids[1] {
+		t.Errorf("input-required: %+v", waiting)
+	}
+	for _, p := range []page{first, second, list("")} {
+		for _, task := range p.Tasks {
+			if task.ID == bobs {
+				t.Errorf("ops's list holds bob's task")
+			}
+		}
+	}
+	if status, _, _ := ops.do("GET", "tasks/"+bobs, "", nil); status != http.StatusNotFound {
+		t.Errorf("ops reads bob's task: %d, want 404", status)
+	}
+	if status, _, _ := ops.do("GET", "tasks?size=500", "", nil); status != http.StatusBadRequest {
+		t.Errorf("size=500: %d, want 400", status)
+	}
+}
