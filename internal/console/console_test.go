@@ -159,7 +159,7 @@ func TestStreamShowsOwnTasks(t *testing.T) {
 		return resp
 	}
 	alice, _ := open("alice-key"), open("bob-key") // bob's is never read
-	for range 1000 { // more than any stream's buffer
+	for range 1000 {                               // more than any stream's buffer
 		c.Notify("t1")
 	}
 	lines := make(chan string)
