@@ -158,8 +158,9 @@ func TestStreamShowsOwnTasks(t *testing.T) {
 		t.Cleanup(func() { resp.Body.Close() })
 		return resp
 	}
-	alice, _ := open("alice-key"), open("bob-key") // bob's is never read
-	for range 1000 {                               // more than any stream's buffer
+	// Bob's stream is never read; a thousand ids are more than any stream's buffer.
+	alice, _ := open("alice-key"), open("bob-key")
+	for range 1000 {
 		c.Notify("t1")
 	}
 	lines := make(chan string)
