@@ -155,10 +155,10 @@ func (c *Console) artifact(w http.ResponseWriter, r *http.Request, _ caller) {
 		c.writeA2AError(w, "get task", err)
 		return
 	}
-	n, err := strconv.Atoi(r.PathValue("part"))
 	var part *a2a.Part
+	n, err := strconv.Atoi(r.PathValue("part"))
 	for _, art := range task.Artifacts {
-		if art != nil && string(art.ID) == r.PathValue("artifact") && err == nil && n >= 0 && n < len(art.Parts) {
+		if err == nil && art != nil && string(art.ID) == r.PathValue("artifact") && n >= 0 && n < len(art.Parts) {
 			part = art.Parts[n]
 		}
 	}
@@ -200,8 +200,12 @@ const blobPath = "/a2a/blobs/"
 
 func (c *Console) blob(w http.ResponseWriter, r *http.Request, id a2a.TaskID, raw string) {
 	u, err := url.Parse(raw)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "this part's URL does not parse")
+		return
+	}
 	_, rest, ok := strings.Cut(u.EscapedPath(), blobPath)
-	if err != nil || !ok || c.cfg.Blob == nil {
+	if !ok || c.cfg.Blob == nil {
 		writeError(w, http.StatusNotFound, "this part points elsewhere: "+raw)
 		return
 	}

@@ -275,8 +275,15 @@ async function loadTimeline(id) {
       { title: "Took", cell: (r) => (r.duration_ns / 1e6).toFixed(1) + " ms" },
     ], recs) : el("p", { class: "muted", text: "No tool calls." }));
   }).catch((e) => tools.replaceChildren(el("p", { class: "muted", text: e.message })));
-  call("GET", "reports/delegations").then((d) => {
+  Promise.all([call("GET", "reports/delegations"), call("GET", "reports/ledger").catch(() => ({ entries: [] }))]).then(([d, l]) => {
     const mine = (d.delegations || []).filter((x) => x.task_id === id || x.task_id.startsWith(id + "#"));
+    const commits = new Map((l.entries || []).map((e) => [e.delegation_id, e]));
+    const checks = (r) => {
+      const e = commits.get(r.task_id);
+      if (!e) return r.reason || "";
+      const list = (e.verifiers || []).map((c) => `${c.passed ? "\u2713" : "\u2717"} ${c.name}${c.reason ? ": " + c.reason : ""}`);
+      return list.length ? list.join("; ") : "every check passed";
+    };
     dels.replaceChildren(mine.length ? table([
       { title: "Delegation", cell: (r) => r.task_id, mono: true },
       { title: "Skill", cell: (r) => r.skill },
@@ -284,7 +291,7 @@ async function loadTimeline(id) {
       { title: "Remote task", cell: (r) => r.remote_task_id || "", mono: true },
       { title: "Remote state", cell: (r) => r.remote_state ? stateBadge(r.remote_state) : "" },
       { title: "Gate", cell: (r) => r.outcome || "pending" },
-      { title: "Checks and reasons", cell: (r) => r.reason || "" },
+      { title: "Checks and reasons", cell: checks },
     ], mine) : el("p", { class: "muted", text: "No delegations." }));
   }).catch((e) => dels.replaceChildren(el("p", { class: "muted", text: e.message })));
 }
