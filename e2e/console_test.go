@@ -173,6 +173,9 @@ func TestConsole(t *testing.T) {
 	if n := eval[int](alice, `document.querySelectorAll("#tasks-table tbody tr").length`); n != 1 {
 		t.Errorf("alice's task list has %d rows, want 1", n)
 	}
+	if got := eval[string](alice, `document.getElementById("tasks-total").textContent`); got != "1 task(s)" {
+		t.Errorf("alice's task count: %q", got)
+	}
 
 	// Its timeline: the events, the tool call waiting for approval.
 	alice.do("open the timeline",
@@ -263,8 +266,12 @@ func TestConsole(t *testing.T) {
 	}
 
 	// The other pages render for the approver.
-	for _, p := range []struct{ hash, sel string }{{"mcp", "#view table"}, {"push", "#view p"}, {"peers", "#view p"}, {"ledger", "#view p"}} {
-		ops.do("open "+p.hash, chromedp.Navigate(ag.base+"/console/#/"+p.hash), chromedp.WaitVisible(chromedp.CSS(p.sel)))
+	for _, p := range []struct{ page, want string }{{"push", "No push configs."}, {"peers", "This agent has no peers."},
+		{"ledger", "delegates no skill"}, {"mcp", "notes__write_note"}} {
+		ops.do("open "+p.page, chromedp.Navigate(ag.base+"/console/#/"+p.page), chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#view[data-loaded=%q]`, p.page))))
+		if got := eval[string](ops, `document.getElementById("view").innerText`); !strings.Contains(got, p.want) {
+			t.Errorf("the %s page lacks %q:\n%s", p.page, p.want, got)
+		}
 	}
 	ops.screenshot("mcp")
 

@@ -178,7 +178,12 @@ function upsertTaskRow(t) {
   row.classList.add("fresh");
   const old = body.querySelector(`tr[data-task-id="${CSS.escape(t.id)}"]`);
   if (old) old.replaceWith(row);
-  else if (tasksQuery.pages.length === 1) body.prepend(row); // new tasks belong on the first page
+  else if (tasksQuery.pages.length === 1) { // new tasks belong on the first page
+    body.prepend(row);
+    const total = document.getElementById("tasks-total");
+    total.dataset.n = String(Number(total.dataset.n) + 1);
+    total.textContent = `${total.dataset.n} task(s)`;
+  }
   const empty = document.getElementById("tasks-empty");
   if (empty) empty.remove();
 }
@@ -204,7 +209,7 @@ async function showTasks() {
     onclick: () => { tasksQuery.pages.push(data.next_page); showTasks(); } }, "Older");
   view.replaceChildren(el("h1", { text: "Tasks" }),
     el("div", { class: "toolbar" }, el("label", {}, "State", filter), prev, next,
-      el("span", { class: "muted", text: `${data.total} task(s)` })),
+      el("span", { id: "tasks-total", class: "muted", "data-n": String(data.total), text: `${data.total} task(s)` })),
     tbl, data.tasks.length ? null : el("p", { id: "tasks-empty", class: "muted", text: "No tasks yet. New ones appear here as they start." }));
 }
 
@@ -355,6 +360,7 @@ async function showApprovals() {
 
 async function report(name, title, draw) {
   const view = document.getElementById("view");
+  delete view.dataset.loaded;
   view.replaceChildren(el("h1", { text: title }), el("p", { class: "muted", text: "Loading…" }));
   try {
     const d = await call("GET", "reports/" + name);
@@ -362,6 +368,7 @@ async function report(name, title, draw) {
   } catch (e) {
     view.replaceChildren(el("h1", { text: title }), el("p", { class: "muted", text: e.message }));
   }
+  view.dataset.loaded = name;
 }
 
 function showPeers() {
