@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/chromedp/chromedp"
 
 	"github.com/handoff-a2a/handoff/internal/auth"
@@ -316,4 +317,61 @@ func sendWriteNote(t *testing.T, base, key, name, text string) string {
 		t.Fatalf("send write-note: %v %+v", err, out)
 	}
 	return out.Result.Task.ID
+}
+
+// TestConsoleDelegation: a delegated task's timeline shows its delegation
+// record and the gate's decision with each check: the honest peer's commit
+// with the verifier that passed, the contradicting peer's rejection with the
+// check that failed; the ledger page lists the commit. The front agent
+// takes anonymous callers, so the console signs in without a credential.
+func TestConsoleDelegation(t *testing.T) {
+	if _, err := exec.LookPath(chromiumPath); err != nil {
+		t.Fatalf("%s is missing (apt-get install chromium; .ci/run installs it): %v", chromiumPath, err)
+	}
+	w := startDelegationWorld(t)
+	front := jsonrpcClient(t, w.front)
+	honest := sendTask(t, front, &a2a.SendMessageRequest{Message: skillMessage("honest", "count the notes")})
+	contra := sendTask(t, front, &a2a.SendMessageRequest{Message: skillMessage("contra", "count the notes")})
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromiumPath), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 860), chromedp.UserDataDir(t.TempDir()))
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	shots := os.Getenv("HANDOFF_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	u := &browserUser{t: t, name: "anonymous", ctx: ctx, shot: shots}
+	u.do("open the console", chromedp.Navigate(w.front.base+"/console/"), chromedp.WaitVisible(chromedp.ID("signin")))
+	if status := eval[int](u, `fetch("api/session", {method: "POST", headers: {"Content-Type": "application/json"}, body: "{}"}).then(r => r.status)`); status != http.StatusOK {
+		t.Fatalf("anonymous sign-in: %d", status)
+	}
+	u.do("load the page signed in", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("nav")))
+	for _, tc := range []struct {
+		id   a2a.TaskID
+		want []string
+	}{
+		{honest.ID, []string{"honest", "committed", "\u2713 verifier same-count"}},
+		{contra.ID, []string{"contra", "rejected", "same-count"}},
+	} {
+		u.do("open the timeline of "+string(tc.id), chromedp.Navigate(w.front.base+"/console/#/task/"+string(tc.id)),
+			chromedp.WaitVisible(chromedp.CSS("#delegations table")))
+		got := eval[string](u, `document.getElementById("delegations").innerText`)
+		for _, want := range tc.want {
+			if !strings.Contains(got, want) {
+				t.Errorf("the delegations of %s lack %q:\n%s", tc.id, want, got)
+			}
+		}
+	}
+	u.screenshot("delegation")
+	u.do("open the ledger", chromedp.Navigate(w.front.base+"/console/#/ledger"), chromedp.WaitVisible(chromedp.CSS(`#view[data-loaded="ledger"] table`)))
+	if got := eval[string](u, `document.getElementById("view").innerText`); !strings.Contains(got, string(honest.ID)) || strings.Contains(got, string(contra.ID)) {
+		t.Errorf("the ledger page lists %q, want the honest commit only", got)
+	}
+	u.screenshot("ledger")
 }
