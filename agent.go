@@ -26,6 +26,7 @@ import (
 	"github.com/handoff-a2a/handoff/internal/a2aconnect"
 	"github.com/handoff-a2a/handoff/internal/a2ahttp"
 	"github.com/handoff-a2a/handoff/internal/auth"
+	"github.com/handoff-a2a/handoff/internal/console"
 	"github.com/handoff-a2a/handoff/internal/datadir"
 	"github.com/handoff-a2a/handoff/internal/metrics"
 	"github.com/handoff-a2a/handoff/internal/tracing"
@@ -70,6 +71,9 @@ type Agent struct {
 	dispatcher atomic.Pointer[push.Dispatcher]
 	// extended is the extended card, set when the routes know the base URL.
 	extended atomic.Pointer[a2a.AgentCard]
+	// console is the operator console, set when the routes are built
+	// (unless the config turns it off); its live pages hear of commits.
+	console atomic.Pointer[console.Console]
 
 	closeOnce sync.Once
 	closeErr  error
@@ -224,6 +228,9 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 			if d := a.dispatcher.Load(); d != nil {
 				d.Notify(id)
 			}
+			if c := a.console.Load(); c != nil {
+				c.Notify(id)
+			}
 		}),
 		tasks.WithPushConfigHook(func(id a2a.TaskID) {
 			if d := a.dispatcher.Load(); d != nil {
@@ -323,6 +330,7 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 	mux.Handle("GET /a2a/ledger", face.Authenticated(http.HandlerFunc(a.ledgerList)))
 	a.routeBlobs(mux, base, face)
 	a.routeMCP(mux, face)
+	a.routeConsole(mux, base, face)
 	grpcPath, grpcHandler := a2aconnect.NewHandler(face.Observed("grpc"), connect.WithReadMaxBytes(int(limit)))
 	mux.Handle(grpcPath, face.GRPC(grpcHandler))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -384,6 +392,9 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	// Streams per HTTP/2 connection: each is a handler goroutine, and the
 	// connection cap counts connections, not streams.
 	srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: a2ahttp.MaxStreamsPerConn}
+	if c := a.console.Load(); c != nil { // its live pages' streams would hold the drain to its deadline
+		srv.RegisterOnShutdown(c.EndStreams)
+	}
 	if a.tools != nil { // MCP servers run as long as the agent serves
 		mcpCtx, stopMCP := context.WithCancel(context.WithoutCancel(ctx))
 		mcpDone := make(chan struct{})

@@ -94,6 +94,8 @@ type Config struct {
 	// Metrics serves Prometheus metrics. Default: at /metrics, behind the
 	// agent's authentication.
 	Metrics MetricsConfig `yaml:"metrics"`
+	// Console is the operator console at /console (on by default).
+	Console ConsoleConfig `yaml:"console"`
 
 	path string // the file it came from, for messages
 }
@@ -694,6 +696,9 @@ func (c *Config) validate(doc *yaml.Node) error {
 	}
 	if c.Limits.MaxConcurrentTasks < 1 {
 		bad("limits.max_concurrent_tasks", "must be at least 1")
+	}
+	if t := c.Console.SessionTTL; t != nil && t.Duration < time.Minute {
+		bad("console.session_ttl", "%s is under the minimum of 1m", t.Duration)
 	}
 	if err := c.MCPServer.validate(); err != nil {
 		bad("mcp_server.path", "%v", err)

@@ -54,7 +54,7 @@ func TestProgramWaitsForTheApproval(t *testing.T) {
 		t.Fatalf("approval request %v, want one for notes__write_note", req)
 	}
 	ec.StoredTask = &a2a.Task{ID: ec.TaskID, ContextID: ec.ContextID, Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired}}
-	ec.Message = a2a.NewMessage(a2a.MessageRoleUser, a2a.NewDataPart(map[string]any{approvalKey: req}))
+	ec.Message = a2a.NewMessage(a2a.MessageRoleUser, a2a.NewDataPart(map[string]any{ApprovalKey: req}))
 	ec.User = caller("key:ops")
 	if st, msg := last(run(t, g, ec)); st != a2a.TaskStateCompleted || messageText(msg) != "success: saved n2" {
 		t.Fatalf("after the approval: %s %q, want completed with success: saved n2", st, messageText(msg))

@@ -21,10 +21,10 @@ import (
 )
 
 // Message data keys of the approval exchange: the agent's input-required
-// status carries approvalRequestKey, the approver's answer approvalKey.
+// status carries ApprovalRequestKey, the approver's answer ApprovalKey.
 const (
-	approvalRequestKey = "approval_request"
-	approvalKey        = "approval"
+	ApprovalRequestKey = "approval_request"
+	ApprovalKey        = "approval"
 )
 
 // MCP is the agent's governed tool side, as its executors use it.
@@ -94,6 +94,13 @@ func (s *Tool) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq
 				return
 			}
 			prop = p
+			if denial := denialFrom(ec); denial != nil { // ends the call without running it
+				if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
+					return
+				}
+				s.finish(ec, prop, s.pipeline.Deny(ctx, prop, *denial), yield)
+				return
+			}
 			approval = approvalFrom(ec)
 			if approval == nil {
 				yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, agentText(ec,
@@ -108,43 +115,49 @@ func (s *Tool) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq
 		if !ok {
 			return
 		}
-		switch res.Outcome {
-		case mcp.OutcomeSuccess:
-			s.forget(ec.TaskID)
-			// The result is kept with the task: a redacted argument it echoes is masked.
-			scrub := res.Scrub
-			if scrub == nil {
-				scrub = func(t string) string { return t }
-			}
-			parts := []*a2a.Part{}
-			if res.StructuredContent != nil {
-				parts = append(parts, a2a.NewDataPart(scrubValue(res.StructuredContent, scrub)))
-			}
-			if text := scrub(textOf(res.Content)); text != "" {
-				parts = append(parts, a2a.NewTextPart(text))
-			}
-			if len(parts) == 0 {
-				parts = append(parts, a2a.NewTextPart(""))
-			}
-			art := a2a.NewArtifactEvent(ec, parts...)
-			art.Artifact.Name = s.tool
-			if !yield(art, nil) {
-				return
-			}
-			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
-		case mcp.OutcomeApprovalRequired:
-			s.mu.Lock()
-			s.pending[ec.TaskID] = prop
-			s.mu.Unlock()
-			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, approvalRequestMessage(ec, res.Approval)), nil)
-		default:
-			s.forget(ec.TaskID)
-			reason := string(res.Outcome)
-			if res.Err != nil {
-				reason += ": " + res.Err.Error()
-			}
-			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, fmt.Sprintf("Tool %s ended %s", s.tool, reason))), nil)
+		s.finish(ec, prop, res, yield)
+	}
+}
+
+// finish yields the events that end a pipeline result: the artifact and
+// completed, input-required with the approval request, or failed.
+func (s *Tool) finish(ec *a2asrv.ExecutorContext, prop mcp.Proposal, res mcp.PipelineResult, yield func(a2a.Event, error) bool) {
+	switch res.Outcome {
+	case mcp.OutcomeSuccess:
+		s.forget(ec.TaskID)
+		// The result is kept with the task: a redacted argument it echoes is masked.
+		scrub := res.Scrub
+		if scrub == nil {
+			scrub = func(t string) string { return t }
 		}
+		parts := []*a2a.Part{}
+		if res.StructuredContent != nil {
+			parts = append(parts, a2a.NewDataPart(scrubValue(res.StructuredContent, scrub)))
+		}
+		if text := scrub(textOf(res.Content)); text != "" {
+			parts = append(parts, a2a.NewTextPart(text))
+		}
+		if len(parts) == 0 {
+			parts = append(parts, a2a.NewTextPart(""))
+		}
+		art := a2a.NewArtifactEvent(ec, parts...)
+		art.Artifact.Name = s.tool
+		if !yield(art, nil) {
+			return
+		}
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+	case mcp.OutcomeApprovalRequired:
+		s.mu.Lock()
+		s.pending[ec.TaskID] = prop
+		s.mu.Unlock()
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, approvalRequestMessage(ec, res.Approval)), nil)
+	default:
+		s.forget(ec.TaskID)
+		reason := string(res.Outcome)
+		if res.Err != nil {
+			reason += ": " + res.Err.Error()
+		}
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, fmt.Sprintf("Tool %s ended %s", s.tool, reason))), nil)
 	}
 }
 
@@ -385,11 +398,26 @@ func approvalFrom(ec *a2asrv.ExecutorContext) *mcp.Approval {
 		Digest: str("digest"), Token: str("token")}
 }
 
+// denialFrom reads a denial from the message's data parts: an approval
+// object whose decision is "deny" (it carries no token: see [mcp.Denial]),
+// with the denier being the authenticated caller who sent it.
+func denialFrom(ec *a2asrv.ExecutorContext) *mcp.Denial {
+	a := approvalData(ec.Message)
+	if d, _ := a["decision"].(string); d != ApprovalDeny {
+		return nil
+	}
+	reason, _ := a["reason"].(string)
+	return &mcp.Denial{Approver: principalOf(ec), Reason: reason}
+}
+
+// ApprovalDeny is the decision member of an approval object that denies.
+const ApprovalDeny = "deny"
+
 // approvalData is the first {"approval": {...}} object of m's data parts.
 func approvalData(m *a2a.Message) map[string]any {
 	for _, p := range m.Parts {
 		if d, ok := p.Data().(map[string]any); ok {
-			if a, ok := d[approvalKey].(map[string]any); ok {
+			if a, ok := d[ApprovalKey].(map[string]any); ok {
 				return a
 			}
 		}
@@ -407,9 +435,9 @@ func (s *Tool) Approval(_ context.Context, ec *a2asrv.ExecutorContext) *a2a.Mess
 func approvalRequestMessage(ec *a2asrv.ExecutorContext, req *mcp.ApprovalRequest) *a2a.Message {
 	return a2a.NewMessageForTask(a2a.MessageRoleAgent, ec,
 		a2a.NewTextPart(fmt.Sprintf("Tool %s needs an approval: %s", req.Tool, req.Reason)),
-		a2a.NewDataPart(map[string]any{approvalRequestKey: map[string]any{
+		a2a.NewDataPart(map[string]any{ApprovalRequestKey: map[string]any{
 			"tool": req.Tool, "snapshot_version": req.SnapshotVersion,
-			"digest": req.Digest, "token": req.Token,
+			"digest": req.Digest, "token": req.Token, "arguments": req.Arguments,
 		}}))
 }
 
@@ -422,12 +450,12 @@ func approvalDecision(ec *a2asrv.ExecutorContext) *a2a.Message {
 		return nil
 	}
 	kept := map[string]any{}
-	for _, k := range []string{"tool", "snapshot_version", "digest", "token"} {
+	for _, k := range []string{"tool", "snapshot_version", "digest", "token", "decision", "reason"} {
 		if v, ok := a[k].(string); ok {
 			kept[k] = v
 		}
 	}
-	return a2a.NewMessageForTask(a2a.MessageRoleUser, ec, a2a.NewDataPart(map[string]any{approvalKey: kept}))
+	return a2a.NewMessageForTask(a2a.MessageRoleUser, ec, a2a.NewDataPart(map[string]any{ApprovalKey: kept}))
 }
 
 // principalOf is the authenticated caller's name, empty for anonymous ones.

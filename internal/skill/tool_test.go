@@ -82,12 +82,12 @@ func approvalRequest(t *testing.T, m *a2a.Message) map[string]any {
 	t.Helper()
 	for _, p := range m.Parts {
 		if d, ok := p.Data().(map[string]any); ok {
-			if r, ok := d[approvalRequestKey].(map[string]any); ok {
+			if r, ok := d[ApprovalRequestKey].(map[string]any); ok {
 				return r
 			}
 		}
 	}
-	t.Fatalf("no %s in %v", approvalRequestKey, m)
+	t.Fatalf("no %s in %v", ApprovalRequestKey, m)
 	return nil
 }
 
@@ -117,7 +117,7 @@ func TestToolRunsAfterTheApproval(t *testing.T) {
 	}
 	req := approvalRequest(t, msg)
 
-	answer := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewDataPart(map[string]any{approvalKey: req}))
+	answer := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewDataPart(map[string]any{ApprovalKey: req}))
 	approved := &a2asrv.ExecutorContext{TaskID: ec.TaskID, ContextID: ec.ContextID, User: caller("key:ops"), Message: answer,
 		StoredTask: &a2a.Task{ID: ec.TaskID, ContextID: ec.ContextID, Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired}}}
 	if got := write.Approval(t.Context(), approved); got == nil {
@@ -151,7 +151,7 @@ func TestToolApprovalFromAnotherCaller(t *testing.T) {
 	_, msg := last(run(t, write, ec))
 	req := approvalRequest(t, msg)
 	ec.StoredTask = &a2a.Task{ID: ec.TaskID, ContextID: ec.ContextID, Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired}}
-	ec.Message = a2a.NewMessage(a2a.MessageRoleUser, a2a.NewDataPart(map[string]any{approvalKey: req}))
+	ec.Message = a2a.NewMessage(a2a.MessageRoleUser, a2a.NewDataPart(map[string]any{ApprovalKey: req}))
 	if st, msg := last(run(t, write, ec)); st == a2a.TaskStateCompleted {
 		t.Fatalf("alice approved her own write: %s %v", st, msg)
 	}
