@@ -158,6 +158,12 @@ func TestFaceAndLoopImportDownward(t *testing.T) {
 		mod + "/internal/skill": {mod + "/push", mod + "/cmd", mod + "/examples", mod + "/e2e", mod + "/internal/a2ahttp",
 			mod + "/internal/a2aconnect", mod + "/internal/rest03", mod + "/internal/bench", mod + "/tasks/boltstore",
 			mod + "/tasks/redisstore"}, // bbolt and go-redis still come in through mcp's audit and acceptance's ledger stores
+		mod + "/internal/console": {mod + "/push", mod + "/mcp", mod + "/delegation", mod + "/acceptance", mod + "/cmd",
+			mod + "/examples", mod + "/e2e", mod + "/internal/skill", mod + "/tasks/boltstore", mod + "/tasks/redisstore",
+			"go.etcd.io/bbolt", "github.com/redis/go-redis"},
+		mod + "/internal/metrics": append([]string{mod + "/tasks", mod + "/internal/a2ahttp"}, common...),
+		mod + "/internal/tracing": append([]string{mod + "/tasks", mod + "/internal/a2ahttp"}, common...),
+		mod + "/mcp/policy": append([]string{mod + "/tasks", mod + "/internal/a2ahttp", mod + "/agentcard"}, common...),
 		mod + "/internal/model": append([]string{mod + "/tasks", mod + "/internal/a2ahttp", mod + "/agentcard"}, common...),
 	}
 	for pkg, bad := range rules {
