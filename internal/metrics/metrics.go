@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -242,24 +243,7 @@ func Outcome(err error) string {
 }
 
 // stateLabel is a task state's label: "completed", "input_required", ...
+// (TASK_STATE_INPUT_REQUIRED lowercased, without its prefix).
 func stateLabel(s a2a.TaskState) string {
-	switch s {
-	case a2a.TaskStateSubmitted:
-		return "submitted"
-	case a2a.TaskStateWorking:
-		return "working"
-	case a2a.TaskStateInputRequired:
-		return "input_required"
-	case a2a.TaskStateAuthRequired:
-		return "auth_required"
-	case a2a.TaskStateCompleted:
-		return "completed"
-	case a2a.TaskStateCanceled:
-		return "canceled"
-	case a2a.TaskStateFailed:
-		return "failed"
-	case a2a.TaskStateRejected:
-		return "rejected"
-	}
-	return "unknown"
+	return strings.ToLower(strings.TrimPrefix(string(s), "TASK_STATE_"))
 }
