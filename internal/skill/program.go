@@ -240,8 +240,15 @@ func (c *Caps) Delegate(ctx context.Context, skill string, message *a2a.Message)
 		return nil, fmt.Errorf("delegate %s: %w: the message has no parts", skill, a2a.ErrInvalidParams)
 	}
 	c.sent++
+	return c.delegate(ctx, skill, spec, strconv.Itoa(c.sent), message)
+}
+
+// delegate runs one delegation of the task to the delegate skill skill,
+// named by its task, skill and n (TASK#SKILL-N): a program's order in the
+// execution, a model's tool call id.
+func (c *Caps) delegate(ctx context.Context, skill string, spec DelegateSpec, n string, message *a2a.Message) (*Delegated, error) {
 	s := &Delegate{id: skill, spec: spec, out: c.out,
-		key: string(c.ec.TaskID) + delegationKeySep + skill + "-" + strconv.Itoa(c.sent)}
+		key: string(c.ec.TaskID) + delegationKeySep + skill + "-" + n}
 	peer, ok := s.findPeer(ctx)
 	if !ok {
 		return &Delegated{Outcome: acceptance.Failed,

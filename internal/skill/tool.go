@@ -34,6 +34,10 @@ type MCP struct {
 	// Pipeline runs every tool call: snapshot, schema, contract, policy,
 	// approval, deadline, normalisation, audit.
 	Pipeline *mcp.Pipeline
+	// Audit is the pipeline's audit log, where a model skill records the
+	// calls its loop refused before they reached the pipeline (a tool
+	// outside the skill's globs); nil records none.
+	Audit mcp.AuditLog
 }
 
 // Tool fulfils a skill with one MCP tool through the governed pipeline.
