@@ -503,14 +503,15 @@ func (k *modelCaller) delegate(ctx context.Context, c model.Call) (model.Observa
 	if err != nil {
 		return model.Observation{}, err
 	}
-	body := map[string]any{"decision": d.Outcome.String(), "peer": d.Peer, "reason": d.Reason}
+	body := map[string]any{"decision": d.Outcome.String(), "peer": d.Peer}
 	if d.PeerTaskID != "" {
 		body["peer_task_id"] = d.PeerTaskID
 	}
-	if d.Outcome != acceptance.Committed {
+	if d.Outcome != acceptance.Committed { // the reasons are the error; the peer's claim is not shown
 		b, _ := json.Marshal(body)
 		return model.Observation{Status: model.ObservationError, ErrorClass: "not_committed", Error: d.Reason, Output: b}, nil
 	}
+	body["reason"] = d.Reason
 	var evidence []map[string]any
 	for _, art := range d.Artifacts {
 		e := map[string]any{"name": art.Name}
