@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -118,6 +119,9 @@ func (r chatRequest) toolNames() []string {
 func (r chatRequest) lastTool() string {
 	for i := len(r.Messages) - 1; i >= 0; i-- {
 		if r.Messages[i].Role == "tool" {
+			if s, ok := r.Messages[i].Content.(string); ok {
+				return s
+			}
 			b, _ := json.Marshal(r.Messages[i].Content)
 			return string(b)
 		}
@@ -528,5 +532,96 @@ func TestModelSkillToolSearch(t *testing.T) {
 	}
 	if !bytes.Contains([]byte(reqs[2].lastTool()), []byte("serial 1137")) {
 		t.Errorf("the call's result %s", reqs[2].lastTool())
+	}
+}
+
+// delegatesScript sends the user's request to the delegate the user names.
+const delegatesScript = `rules:
+  - when: {last: user, contains: "liar"}
+    calls: [{tool: liar, arguments: {message: "count the notes"}}]
+  - when: {last: user, contains: "honest"}
+    calls: [{tool: honest, arguments: {message: "count the notes"}}]
+  - when: {last: tool}
+    say: "Gate: {{.Result}}"
+`
+
+// TestModelSkillDelegates: a model skill's delegate tools run the whole
+// delegation to real peer processes (envelope, follow, acceptance gate
+// with the front's own verifier tool), and the model is shown the gate's
+// decision: the honest peer's committed evidence, the lying peer's reasons.
+func TestModelSkillDelegates(t *testing.T) {
+	mcpBin, modelBin := buildMCPServer(t), buildScriptedModel(t)
+	common := fmt.Sprintf(`auth: {anonymous: true}
+log: {level: warn}
+limits: {shutdown_grace: 1s}
+mcp_servers: [{name: notes, command: %q}]
+tool_contracts: [{tool: notes__stats, effect: read, risk: low, approval: none}]
+`, mcpBin)
+	honest := launchAgent(t, "honest", freeAddr(t), "name: Honest counter\ndescription: Counts notes with its MCP tool.\n"+common+
+		"skills: [{id: notes-stats, name: Note stats, tags: [honest], executor: mcp, tool: notes__stats}]\n")
+	liar := launchAgent(t, "liar", freeAddr(t), "name: Lying counter\ndescription: Says it counted, shows nothing.\n"+common+
+		"skills: [{id: notes-stats, name: Note stats, tags: [liar], executor: tck}]\n")
+	honest.waitReady()
+	liar.waitReady()
+	contract := func(skill string) string {
+		return writeFile(t, skill+"-contract.yaml", fmt.Sprintf(`skill: %s
+version: "e2e-1"
+artifacts:
+  notes__stats: {type: object, required: [notes, bytes]}
+commit_requires:
+  - {artifact: notes__stats, pointer: /notes}
+verifiers:
+  - {name: same-count, tool: notes__stats, arguments: {}, condition: result.notes == evidence.notes__stats.notes}
+`, skill))
+	}
+	modelURL := startScriptedModel(t, modelBin, delegatesScript)
+	front := launchAgent(t, "front", freeAddr(t), "name: Front\ndescription: Asks peers through its model.\n"+common+fmt.Sprintf(`peers:
+  - {name: honest, url: %q, trust: {jku_prefixes: [%q]}}
+  - {name: liar, url: %q, trust: {jku_prefixes: [%q]}}
+models: [{name: scripted, base_url: %q, model: scripted}]
+skills:
+  - id: assistant
+    name: Assistant
+    executor: model
+    model: {use: scripted, instructions: Ask the peers., delegates: [honest, liar]}
+  - {id: honest, name: H, description: The honest counter., executor: delegate, delegate: {skill: notes-stats, tags: [honest], contract: %q}}
+  - {id: liar, name: L, description: The lying counter., executor: delegate, delegate: {skill: notes-stats, tags: [liar], contract: %q, reverify: 1}}
+`, honest.base, honest.base+"/.well-known/", liar.base, liar.base+"/.well-known/", modelURL, contract("honest"), contract("liar")))
+	front.waitReady()
+	c := jsonrpcClient(t, front)
+
+	for _, tc := range []struct {
+		ask  string
+		want []string
+		not  []string
+	}{
+		{"ask the honest one", []string{`"decision":"committed"`, `"evidence"`, `"notes":1`}, []string{"not_committed"}},
+		{"ask the liar", []string{`"decision":"unknown"`, "not_committed", "notes__stats#/notes is missing"}, []string{`"evidence"`}},
+	} {
+		t.Run(tc.ask, func(t *testing.T) {
+			before := len(modelRequests(t, modelURL))
+			task := sendTask(t, c, &a2a.SendMessageRequest{Message: skillMessage("assistant", tc.ask)})
+			if task.Status.State != a2a.TaskStateCompleted {
+				t.Fatalf("task %s is %s (%s), want completed", task.ID, task.Status.State, statusText(task.Status))
+			}
+			reqs := modelRequests(t, modelURL)[before:]
+			if len(reqs) != 2 {
+				t.Fatalf("the model got %d requests, want 2", len(reqs))
+			}
+			if names := reqs[0].toolNames(); !slices.Equal(names, []string{"honest", "liar"}) {
+				t.Errorf("the model was offered %v, want the two delegates", names)
+			}
+			seen := reqs[1].lastTool()
+			for _, w := range tc.want {
+				if !strings.Contains(seen, w) {
+					t.Errorf("the model saw %s; want %s in it", seen, w)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(seen, n) {
+					t.Errorf("the model saw %s; want no %s in it", seen, n)
+				}
+			}
+		})
 	}
 }
