@@ -188,6 +188,21 @@ type SkillConfig struct {
 	// Model is a "model" skill's loop: the endpoint it uses, its
 	// instructions, the tools and delegate skills it may call, its limits.
 	Model *model.SkillConfig `yaml:"model"`
+	// Output gates the skill's own result before its task completes: a
+	// JSON Schema, and an acceptance contract (the delegation contracts'
+	// format) whose checks and verifiers the result must pass; a committed
+	// result enters the ledger. Only model skills take it so far.
+	Output *OutputConfig `yaml:"output"`
+}
+
+// OutputConfig is a skill's output gate.
+type OutputConfig struct {
+	// Schema is the result's JSON Schema; a model skill finishes by calling
+	// submit_result with it as the parameters.
+	Schema map[string]any `yaml:"schema"`
+	// Contract is an acceptance contract file for the skill (relative to the
+	// config file); its artifact "result" is the result. Optional.
+	Contract string `yaml:"contract"`
 }
 
 // ModelConfig is one entry of models: an OpenAI-compatible Chat
@@ -869,6 +884,19 @@ func (c *Config) validate(doc *yaml.Node) error {
 		}
 		if (s.Executor == "model") != (s.Model != nil) {
 			bad(key+".model", "a model skill has a model section (use, instructions, tools); other skills have none")
+		}
+		if o := s.Output; o != nil {
+			switch {
+			case s.Executor != "model":
+				bad(key+".output", "only model skills have an output gate so far")
+			case o.Schema == nil:
+				bad(key+".output.schema", "is required")
+			}
+			if o.Contract != "" {
+				if st, err := os.Stat(c.relative(o.Contract)); err != nil || st.IsDir() {
+					bad(key+".output.contract", "%s is not a readable file", c.relative(o.Contract))
+				}
+			}
 		}
 	}
 	c.validateModels(bad)

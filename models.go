@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -68,6 +69,7 @@ func newModelSkills(c *Config, rdb redis.UniversalClient, log *slog.Logger) (*mo
 		}
 	}
 	ms := &modelSkills{specs: map[string]skill.ModelSpec{}}
+	var err error
 	for _, s := range skills {
 		cfg := *s.Model
 		if f := cfg.InstructionsFile; f != "" {
@@ -88,10 +90,16 @@ func newModelSkills(c *Config, rdb redis.UniversalClient, log *slog.Logger) (*mo
 			}
 			agentSkills = loaded
 		}
-		ms.specs[s.ID] = skill.ModelSpec{Model: clients[cfg.Use], Config: cfg, Skills: agentSkills,
+		spec := skill.ModelSpec{Model: clients[cfg.Use], Config: cfg, Skills: agentSkills,
 			Descriptions: descriptions, TurnBound: bounds[cfg.Use]}
+		if o := s.Output; o != nil {
+			if spec.Output, err = json.Marshal(o.Schema); err != nil {
+				return nil, fmt.Errorf("%s: skill %s: output.schema: %w", c.path, s.ID, err)
+			}
+			spec.Gated = o.Contract != ""
+		}
+		ms.specs[s.ID] = spec
 	}
-	var err error
 	if rdb != nil {
 		ms.state, err = skill.NewRedisState(rdb, c.Store.Namespace)
 	} else {

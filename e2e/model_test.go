@@ -335,6 +335,7 @@ tool_contracts:
   - {tool: notes__read_note, effect: read, risk: low, approval: none}
   - {tool: notes__write_note, effect: write, risk: low, approval: mandatory}
   - {tool: "notes__gadget_*", effect: read, risk: low, approval: none}
+  - {tool: notes__stats, effect: read, risk: low, approval: none}
 models:
   - {name: scripted, base_url: %q, model: scripted, max_retries: 1, timeout: 10s}
 %s`, mcpURL, modelURL, extra)
@@ -624,4 +625,95 @@ skills:
 			}
 		})
 	}
+}
+
+// outputScript submits the user's text as the note count, and after a
+// refusal submits it again, except that "fix" becomes the right count (1).
+const outputScript = `rules:
+  - when: {last: user}
+    calls: [{tool: submit_result, arguments: {notes: "{{.User}}"}}]
+  - when: {last: tool, after: submit_result}
+    calls: [{tool: submit_result, arguments: {notes: "{{if eq .User \"fix\"}}1{{else}}{{.User}}{{end}}"}}]
+`
+
+// TestModelSkillOutputGate: a model skill with an output schema and
+// contract finishes through submit_result; a result breaking the schema
+// goes back to the model, a result failing the verifier goes back once with
+// the gate's reasons and then fails "Not committed", and a committed result
+// completes the task and enters the ledger.
+func TestModelSkillOutputGate(t *testing.T) {
+	mcpBin, modelBin := buildMCPServer(t), buildScriptedModel(t)
+	mcpURL, _ := startEventsMCPServer(t, mcpBin)
+	modelURL := startScriptedModel(t, modelBin, outputScript)
+	contract := writeFile(t, "counter-contract.yaml", `skill: counter
+version: "e2e-1"
+artifacts:
+  result: {type: object, required: [notes]}
+commit_requires:
+  - {artifact: result, pointer: /notes}
+verifiers:
+  - {name: same-count, tool: notes__stats, arguments: {}, condition: result.notes == evidence.result.notes}
+`)
+	a := launchAgent(t, "counter", freeAddr(t), modelAgentConfig(mcpURL, modelURL, fmt.Sprintf(`skills:
+  - id: counter
+    name: Counter
+    description: Counts the notes.
+    executor: model
+    model: {use: scripted, instructions: Count the notes., tools: ["notes__stats"]}
+    output:
+      schema: {type: object, properties: {notes: {type: integer}}, required: [notes]}
+      contract: %q
+`, contract)))
+	a.waitReady()
+
+	t.Run("a wrong count is not committed", func(t *testing.T) {
+		before := len(modelRequests(t, modelURL))
+		id := sendModelMessage(t, a.base, "", map[string]any{"text": "7"})
+		task := waitModelTask(t, a.base, id, "TASK_STATE_COMPLETED", "TASK_STATE_FAILED")
+		if task.Status.State != "TASK_STATE_FAILED" || !strings.HasPrefix(task.statusText(), "Not committed: ") || !strings.Contains(task.statusText(), "same-count") || strings.Contains(task.statusText(), "could not answer") {
+			t.Fatalf("task %s is %s (%s), want failed, not committed by same-count", id, task.Status.State, task.statusText())
+		}
+		reqs := modelRequests(t, modelURL)[before:]
+		if len(reqs) != 2 || !strings.Contains(reqs[1].lastTool(), "same-count") {
+			t.Fatalf("the model got %d requests (the last tool message %q), want 2: the gate's reasons sent back once", len(reqs), reqs[len(reqs)-1].lastTool())
+		}
+		if names := reqs[0].toolNames(); !slices.Contains(names, "submit_result") {
+			t.Errorf("the model was offered %v, want submit_result among them", names)
+		}
+	})
+
+	t.Run("a fixed count is committed", func(t *testing.T) {
+		before := len(modelRequests(t, modelURL))
+		id := sendModelMessage(t, a.base, "", map[string]any{"text": "fix"})
+		task := waitModelTask(t, a.base, id, "TASK_STATE_COMPLETED", "TASK_STATE_FAILED")
+		if task.Status.State != "TASK_STATE_COMPLETED" || !strings.HasPrefix(task.statusText(), "Committed: ") {
+			t.Fatalf("task %s is %s (%s), want completed, committed", id, task.Status.State, task.statusText())
+		}
+		if len(task.Artifacts) != 1 || task.Artifacts[0].Name != "result" || fmt.Sprint(task.Artifacts[0].Parts[0]["data"]) != "map[notes:1]" {
+			t.Errorf("artifacts %+v, want the result {notes: 1}", task.Artifacts)
+		}
+		reqs := modelRequests(t, modelURL)[before:]
+		if len(reqs) != 2 || !strings.Contains(reqs[1].lastTool(), "validation_failed") {
+			t.Errorf("the model got %d requests; want 2, the second after its result broke the schema", len(reqs))
+		}
+		var ledger struct {
+			Entries []struct {
+				DelegationID string `json:"delegation_id"`
+				Skill        string
+			}
+		}
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, a.base+"/a2a/ledger", nil)
+		req.Header.Set("X-API-Key", "approve-me")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(&ledger); err != nil {
+			t.Fatal(err)
+		}
+		if len(ledger.Entries) != 1 || ledger.Entries[0].DelegationID != id || ledger.Entries[0].Skill != "counter" {
+			t.Errorf("the ledger holds %+v, want the committed result of %s only", ledger.Entries, id)
+		}
+	})
 }

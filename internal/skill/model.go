@@ -37,6 +37,13 @@ type ModelSpec struct {
 	// TurnBound is how long one model round trip may take, retries
 	// included: the task may be quiet that long.
 	TurnBound time.Duration
+	// Output is the result's JSON Schema: the model finishes by calling
+	// submit_result with it. Nil: the model's text answer is the result.
+	Output json.RawMessage
+	// Gated: the skill's acceptance contract (in [Outbound.Gate], under the
+	// skill's id) decides on each submitted result, and a committed one
+	// enters the ledger; a rejected one goes back to the model once.
+	Gated bool
 }
 
 // Model fulfils a skill with a model loop ([model.Loop]) over the agent's
@@ -183,7 +190,11 @@ func (x *Model) run(ctx context.Context, ec *a2asrv.ExecutorContext, conv *model
 	// The loop reports from this goroutine, between its steps: its lines
 	// go into the task's log in order with everything else.
 	progress := func(text string) { emit(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, agentText(ec, text)), nil) }
-	loop, err := model.NewLoop(x.spec.Model, x.spec.Config, model.WithSkills(x.spec.Skills), model.WithProgress(progress))
+	opts := []model.Option{model.WithSkills(x.spec.Skills), model.WithProgress(progress)}
+	if x.spec.Output != nil {
+		opts = append(opts, model.WithOutputSchema(x.spec.Output))
+	}
+	loop, err := model.NewLoop(x.spec.Model, x.spec.Config, opts...)
 	if err != nil {
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, "The model skill is misconfigured: "+err.Error())), nil)
 		return
@@ -212,6 +223,18 @@ func (x *Model) run(ctx context.Context, ec *a2asrv.ExecutorContext, conv *model
 		}
 	}
 	out, err := loop.Run(ctx, env, conv, appr)
+	// A submitted result passes the output gate; a rejection goes back to
+	// the model once, and the loop goes on from there.
+	var committed string
+	for err == nil && out.Status == model.StatusSubmitted && x.spec.Gated && !stopped && !caps.stopped {
+		var reasons []string
+		if committed, reasons, err = x.gate(ctx, ec, out.Result); err != nil || reasons == nil {
+			break
+		}
+		if err = loop.Reject(ctx, env, conv, reasons); err == nil {
+			out, err = loop.Run(ctx, env, conv, nil)
+		}
+	}
 	if stopped || caps.stopped {
 		return
 	}
@@ -231,11 +254,15 @@ func (x *Model) run(ctx context.Context, ec *a2asrv.ExecutorContext, conv *model
 		var v any
 		_ = json.Unmarshal(out.Result, &v)
 		art := a2a.NewArtifactEvent(ec, a2a.NewDataPart(v))
-		art.Artifact.Name = "result"
+		art.Artifact.Name = resultArtifact
 		if !yield(art, nil) {
 			return
 		}
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+		var msg *a2a.Message
+		if committed != "" {
+			msg = agentText(ec, committed)
+		}
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, msg), nil)
 	default:
 		art := a2a.NewArtifactEvent(ec, a2a.NewTextPart(out.Text))
 		art.Artifact.Name = "answer"
@@ -246,6 +273,43 @@ func (x *Model) run(ctx context.Context, ec *a2asrv.ExecutorContext, conv *model
 	}
 	// The task's end is stored: its conversation is no longer needed.
 	_ = x.spec.State.Delete(context.WithoutCancel(ctx), stateKey(ec.TaskID))
+}
+
+// resultArtifact names a submitted result, in the task and in the output
+// contract (its artifacts and evidence).
+const resultArtifact = "result"
+
+// gate asks the acceptance gate about a submitted result, as the skill's
+// own completion (keyed by the task's id, so a restart that asks again
+// finds the same ledger entry). It returns the status text of a commit, or
+// the reasons of a refusal; an error means the gate could not decide.
+func (x *Model) gate(ctx context.Context, ec *a2asrv.ExecutorContext, result json.RawMessage) (string, []string, error) {
+	if x.out == nil {
+		return "", nil, errors.New("the output gate is not configured")
+	}
+	var v any
+	if err := json.Unmarshal(result, &v); err != nil {
+		return "", nil, fmt.Errorf("decode the result: %w", err)
+	}
+	art := &a2a.Artifact{ID: a2a.NewArtifactID(), Name: resultArtifact, Parts: a2a.ContentParts{a2a.NewDataPart(v)}}
+	d, err := x.out.Gate.Decide(ctx, x.id, acceptance.Completion{DelegationID: string(ec.TaskID),
+		RemoteState: a2a.TaskStateCompleted, Artifacts: []*a2a.Artifact{art}})
+	if err != nil {
+		return "", nil, fmt.Errorf("the output gate could not decide: %w", err)
+	}
+	if d.Outcome == acceptance.Committed {
+		return "Committed: the result passed the contract (" + reasons(d) + ").", nil, nil
+	}
+	var out []string
+	for _, c := range d.Reasons {
+		if !c.Passed {
+			out = append(out, strings.TrimSuffix(c.Name+": "+c.Reason, ": "))
+		}
+	}
+	if len(out) == 0 {
+		out = []string{d.Outcome.String()}
+	}
+	return "", out, nil
 }
 
 // fail ends the task failed with a status message saying which limit or
@@ -263,6 +327,8 @@ func (x *Model) fail(ctx context.Context, ec *a2asrv.ExecutorContext, err error,
 		text = "The model answered with no choices."
 	case errors.Is(err, model.ErrNoResult):
 		text = "The model answered without calling submit_result."
+	case errors.Is(err, model.ErrNotCommitted):
+		text = "Not committed: " + strings.TrimPrefix(err.Error(), model.ErrNotCommitted.Error()+": ")
 	default:
 		text = "The model skill failed: " + err.Error()
 	}
