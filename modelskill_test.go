@@ -1,0 +1,150 @@
+package handoff
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/handoff-a2a/handoff/examples/scriptedmodel/script"
+)
+
+// serveScript serves the scripted model on a loopback port until the test
+// ends and returns its base URL; seen receives each request's
+// Authorization header.
+func serveScript(t *testing.T, rules string, seen func(string)) string {
+	t.Helper()
+	s, err := script.Parse([]byte(rules))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := script.NewServer(s)
+	hs := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if seen != nil {
+			seen(r.Header.Get("Authorization"))
+		}
+		srv.ServeHTTP(w, r)
+	})}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { hs.Close() })
+	return "http://" + ln.Addr().String() + "/v1"
+}
+
+// modelSkillConfig is an agent with one model skill on the model at base.
+func modelSkillConfig(t *testing.T, base, endpoint, section string) *Config {
+	t.Helper()
+	c, err := ParseConfig("model.yaml", strings.NewReader(fmt.Sprintf(`name: M
+description: A model skill.
+auth: {anonymous: true}
+log: {level: error}
+limits: {shutdown_grace: 1s}
+models:
+  - {name: m, base_url: %q, model: scripted, max_retries: 0, timeout: 5s%s}
+skills:
+  - id: ask
+    name: Ask
+    executor: model
+    model: {use: m, instructions: Answer., %s}
+`, base, endpoint, section)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DataDir = t.TempDir()
+	return c
+}
+
+// ask sends text to the agent at url and returns the task it ended with.
+func ask(t *testing.T, url, text string) map[string]any {
+	t.Helper()
+	_, out := call(t, url, "", "", "SendMessage", fmt.Sprintf(`{"message":{"messageId":%q,"role":"ROLE_USER","parts":[{"text":%q}]}}`, "m-"+text, text))
+	return resultTask(t, out)
+}
+
+func statusMessage(task map[string]any) string {
+	b, _ := json.Marshal(task["status"])
+	var s struct{ Message struct{ Parts []struct{ Text string } } }
+	_ = json.Unmarshal(b, &s)
+	var out string
+	for _, p := range s.Message.Parts {
+		out += p.Text
+	}
+	return out
+}
+
+// TestModelSkillFailsClearly: a model that answers garbage or never
+// finishes fails the task with a status message saying which.
+func TestModelSkillFailsClearly(t *testing.T) {
+	for _, tc := range []struct {
+		name, rules, section, want string
+	}{
+		{"no choices", "rules: [{no_choices: true}]\n", "", "The model answered with no choices."},
+		{"max turns", "rules: [{calls: [{tool: nowhere__tool, arguments: {}, force: true}]}]\n", "max_turns: 2", "The model did not finish within max_turns (2)."},
+		{"server error", "rules: [{fail: {status: 500}}]\n", "", "The model skill failed: model turn 1:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := startAgent(t, modelSkillConfig(t, serveScript(t, tc.rules, nil), "", tc.section))
+			task := ask(t, url, "hello")
+			if state(task) != "TASK_STATE_FAILED" || !strings.HasPrefix(statusMessage(task), tc.want) {
+				t.Fatalf("task %s %q, want failed %q", state(task), statusMessage(task), tc.want)
+			}
+		})
+	}
+}
+
+// TestModelSkillKeyStaysSecret: the API key is read only from the variable
+// api_key_env names (New refuses to start without it, naming the variable),
+// reaches the model as the bearer token, and appears in no log line and no
+// task state.
+func TestModelSkillKeyStaysSecret(t *testing.T) {
+	const key = "sk-handoff-test-0123456789"
+	var mu sync.Mutex
+	var auths []string
+	base := serveScript(t, "rules: [{say: \"hi\"}]\n", func(a string) { mu.Lock(); auths = append(auths, a); mu.Unlock() })
+	c := modelSkillConfig(t, base, ", api_key_env: HANDOFF_TEST_MODEL_KEY", "")
+	if _, err := New(t.Context(), c); err == nil || !strings.Contains(err.Error(), "models[0].api_key_env: the variable HANDOFF_TEST_MODEL_KEY is not set") {
+		t.Fatalf("New without the variable: %v", err)
+	}
+	t.Setenv("HANDOFF_TEST_MODEL_KEY", key)
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	_, url := serveAgent(t, c, WithLogger(slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	task := ask(t, url, "hello")
+	if state(task) != "TASK_STATE_COMPLETED" {
+		t.Fatalf("task %s %q", state(task), statusMessage(task))
+	}
+	_, out := call(t, url, "", "", "GetTask", fmt.Sprintf(`{"id":%q,"historyLength":50}`, task["id"]))
+	b, _ := json.Marshal(out)
+	logMu.Lock()
+	logged := logs.String()
+	logMu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(auths) != 1 || auths[0] != "Bearer "+key {
+		t.Errorf("the model got Authorization %q, want the key as a bearer token", auths)
+	}
+	if strings.Contains(string(b), key) || strings.Contains(logged, key) {
+		t.Errorf("the key leaked: task %s, logs %s", b, logged)
+	}
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
