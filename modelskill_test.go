@@ -72,7 +72,9 @@ func ask(t *testing.T, url, text string) map[string]any {
 
 func statusMessage(task map[string]any) string {
 	b, _ := json.Marshal(task["status"])
-	var s struct{ Message struct{ Parts []struct{ Text string } } }
+	var s struct {
+		Message struct{ Parts []struct{ Text string } }
+	}
 	_ = json.Unmarshal(b, &s)
 	var out string
 	for _, p := range s.Message.Parts {
