@@ -18,6 +18,7 @@ import (
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/internal/datadir"
 	"github.com/handoff-a2a/handoff/internal/model"
+	"github.com/handoff-a2a/handoff/internal/skill"
 )
 
 // ErrNoConfig is wrapped by [LoadConfig] when the file does not exist.
@@ -193,6 +194,10 @@ type SkillConfig struct {
 	// format) whose checks and verifiers the result must pass; a committed
 	// result enters the ledger. Only model skills take it so far.
 	Output *OutputConfig `yaml:"output"`
+	// ApprovalWhen is a CEL condition over the result (result.amount > 100)
+	// that sends a result to an approver before its task completes. It
+	// needs output.schema.
+	ApprovalWhen string `yaml:"approval_when"`
 }
 
 // OutputConfig is a skill's output gate.
@@ -884,6 +889,13 @@ func (c *Config) validate(doc *yaml.Node) error {
 		}
 		if (s.Executor == "model") != (s.Model != nil) {
 			bad(key+".model", "a model skill has a model section (use, instructions, tools); other skills have none")
+		}
+		if s.ApprovalWhen != "" {
+			if s.Output == nil {
+				bad(key+".approval_when", "needs output (a schema for the result it reads)")
+			} else if _, err := skill.CompileApprovalWhen(s.ApprovalWhen); err != nil {
+				bad(key+".approval_when", "%v", err)
+			}
 		}
 		if o := s.Output; o != nil {
 			switch {

@@ -66,6 +66,10 @@ func TestParseModelConfigErrors(t *testing.T) {
 			"    executor: tck\n    output: {schema: {type: object}}\n", 1), []string{"agent.yaml:8: skills[0].output:", "only model skills"}},
 		{"output without schema", strings.Replace(modelConfig, "    executor: model\n", "    executor: model\n    output: {contract: c.yaml}\n", 1),
 			[]string{"skills[0].output.schema: is required", "agent.yaml:8: skills[0].output.contract:", "c.yaml is not a readable file"}},
+		{"approval_when without output", strings.Replace(modelConfig, "    executor: model\n", "    executor: model\n    approval_when: result.n > 1\n", 1),
+			[]string{"agent.yaml:8: skills[0].approval_when: needs output"}},
+		{"approval_when not CEL", strings.Replace(modelConfig, "    executor: model\n", "    executor: model\n    approval_when: \"result.n >\"\n    output: {schema: {type: object}}\n", 1),
+			[]string{"agent.yaml:8: skills[0].approval_when: CEL:"}},
 		{"missing skills dir", strings.Replace(modelConfig, "      tools:", "      skills_dir: skills/\n      tools:", 1),
 			[]string{"agent.yaml:11: skills[0].model.skills_dir:", "is not a directory"}},
 	} {

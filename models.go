@@ -36,8 +36,8 @@ type executorState interface {
 // names, and only there), the instructions (instructions_file read beside
 // the config file), the Agent Skills of skills_dir. nil when no skill has
 // executor: model. rdb is the task store's Redis, nil on the embedded
-// store.
-func newModelSkills(c *Config, rdb redis.UniversalClient, log *slog.Logger) (*modelSkills, error) {
+// store; isApprover says who may approve a result approval_when holds.
+func newModelSkills(c *Config, rdb redis.UniversalClient, log *slog.Logger, isApprover func(string) bool) (*modelSkills, error) {
 	var skills []SkillConfig
 	for _, s := range allSkills(c) {
 		if s.Executor == "model" && s.Model != nil {
@@ -97,6 +97,12 @@ func newModelSkills(c *Config, rdb redis.UniversalClient, log *slog.Logger) (*mo
 				return nil, fmt.Errorf("%s: skill %s: output.schema: %w", c.path, s.ID, err)
 			}
 			spec.Gated = o.Contract != ""
+		}
+		if s.ApprovalWhen != "" {
+			if spec.ApprovalWhen, err = skill.CompileApprovalWhen(s.ApprovalWhen); err != nil {
+				return nil, fmt.Errorf("%s: skill %s: approval_when: %w", c.path, s.ID, err)
+			}
+			spec.IsApprover = isApprover
 		}
 		ms.specs[s.ID] = spec
 	}

@@ -44,6 +44,10 @@ type ModelSpec struct {
 	// skill's id) decides on each submitted result, and a committed one
 	// enters the ledger; a rejected one goes back to the model once.
 	Gated bool
+	// ApprovalWhen, when set, sends a submitted result that matches it to an
+	// approver (one IsApprover accepts) before the gate and the task's end.
+	ApprovalWhen *ApprovalWhen
+	IsApprover   func(principal string) bool
 }
 
 // Model fulfils a skill with a model loop ([model.Loop]) over the agent's
@@ -226,7 +230,24 @@ func (x *Model) run(ctx context.Context, ec *a2asrv.ExecutorContext, conv *model
 	// A submitted result passes the output gate; a rejection goes back to
 	// the model once, and the loop goes on from there.
 	var committed string
-	for err == nil && out.Status == model.StatusSubmitted && x.spec.Gated && !stopped && !caps.stopped {
+	for err == nil && out.Status == model.StatusSubmitted && !stopped && !caps.stopped {
+		if wait := x.resultWaits(ctx, ec, conv, out.Result, approval); wait != nil {
+			conv.Pending = wait
+			if err = env.Saver.Save(ctx, conv); err != nil {
+				break
+			}
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, approvalRequestMessage(ec, pendingRequest(wait))), nil)
+			return
+		}
+		if conv.Pending != nil { // approved
+			conv.Pending = nil
+			if err = env.Saver.Save(ctx, conv); err != nil {
+				break
+			}
+		}
+		if !x.spec.Gated {
+			break
+		}
 		var reasons []string
 		if committed, reasons, err = x.gate(ctx, ec, out.Result); err != nil || reasons == nil {
 			break
@@ -273,6 +294,29 @@ func (x *Model) run(ctx context.Context, ec *a2asrv.ExecutorContext, conv *model
 	}
 	// The task's end is stored: its conversation is no longer needed.
 	_ = x.spec.State.Delete(context.WithoutCancel(ctx), stateKey(ec.TaskID))
+}
+
+// resultWaits returns what a submitted result waits for when it matches
+// the skill's approval_when and approval does not approve it (an approver's
+// answer to its request: same digest and token), or nil.
+func (x *Model) resultWaits(ctx context.Context, ec *a2asrv.ExecutorContext, conv *model.Conversation, result json.RawMessage, approval *mcp.Approval) *model.Pending {
+	if x.spec.ApprovalWhen == nil {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(result, &v) != nil || !x.spec.ApprovalWhen.Match(ctx, v) {
+		return nil
+	}
+	reason := "the result matches approval_when: " + x.spec.ApprovalWhen.text
+	req := resultApproval(string(ec.TaskID), result, reason)
+	if approval != nil && approval.Tool == req.Tool {
+		if approval.Digest == req.Digest && approval.Token == req.Token && x.spec.IsApprover != nil && x.spec.IsApprover(approval.Approver) {
+			return nil
+		}
+		req.Reason = "the approval does not match this result or does not come from an approver; " + reason
+	}
+	b, _ := json.Marshal(req)
+	return &model.Pending{CallID: conv.ResultCall, Tool: req.Tool, Request: b}
 }
 
 // resultArtifact names a submitted result, in the task and in the output
