@@ -333,7 +333,7 @@ limits: {shutdown_grace: 1s}
 mcp_servers: [{name: notes, transport: http, url: %q}]
 tool_contracts:
   - {tool: notes__read_note, effect: read, risk: low, approval: none}
-  - {tool: notes__write_note, effect: write, risk: low, approval: mandatory}
+  - {tool: notes__write_note, effect: write, risk: low, approval: mandatory, redact: [text]}
   - {tool: "notes__gadget_*", effect: read, risk: low, approval: none}
   - {tool: notes__stats, effect: read, risk: low, approval: none}
 models:

@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -64,6 +65,13 @@ type Model struct {
 	tools     *MCP                    // nil without mcp_servers
 	out       *Outbound               // nil without peers
 	delegates map[string]DelegateSpec // the delegate skills the model may call, by id
+
+	// live holds each unfinished task's conversation as the loop has it,
+	// redacted arguments included, which the stored copy masks: an approval
+	// in this process continues the call with its real arguments. After a
+	// restart only the stored copy is left (see modelCaller.Call).
+	mu   sync.Mutex
+	live map[a2a.TaskID][]byte
 }
 
 var (
@@ -83,7 +91,7 @@ func NewModel(id string, spec ModelSpec, tools *MCP, out *Outbound, delegates ma
 			listed[d] = s
 		}
 	}
-	return &Model{id: id, spec: spec, tools: tools, out: out, delegates: listed}
+	return &Model{id: id, spec: spec, tools: tools, out: out, delegates: listed, live: map[a2a.TaskID][]byte{}}
 }
 
 // Execute implements [a2asrv.AgentExecutor]: a new task starts the
@@ -169,7 +177,7 @@ func (x *Model) Approval(_ context.Context, ec *a2asrv.ExecutorContext) *a2a.Mes
 // context, which cancels the model turn or the call in flight.
 func (x *Model) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
-		_ = x.spec.State.Delete(context.WithoutCancel(ctx), stateKey(ec.TaskID))
+		x.forget(ctx, ec.TaskID)
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
 	}
 }
@@ -204,14 +212,10 @@ func (x *Model) run(ctx context.Context, ec *a2asrv.ExecutorContext, conv *model
 		return
 	}
 	caps := &Caps{tools: x.tools, ec: ec, out: x.out, delegates: x.delegates, emit: emit}
-	var audit mcp.AuditLog
-	if x.tools != nil {
-		audit = x.tools.Audit
-	}
 	env := model.Env{
 		Catalog: &modelCatalog{x: x, wait: conv == nil},
 		Caller:  &modelCaller{x: x, caps: caps, approval: approval},
-		Saver:   newModelSaver(x.spec.State, audit, ec, conv),
+		Saver:   newModelSaver(x, ec, conv),
 	}
 	if !emit(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
 		return
@@ -252,6 +256,7 @@ func (x *Model) run(ctx context.Context, ec *a2asrv.ExecutorContext, conv *model
 		if committed, reasons, err = x.gate(ctx, ec, out.Result); err != nil || reasons == nil {
 			break
 		}
+		approval = nil // it approved the rejected result, not the next one
 		if err = loop.Reject(ctx, env, conv, reasons); err == nil {
 			out, err = loop.Run(ctx, env, conv, nil)
 		}
@@ -293,7 +298,7 @@ func (x *Model) run(ctx context.Context, ec *a2asrv.ExecutorContext, conv *model
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, agentText(ec, out.Text)), nil)
 	}
 	// The task's end is stored: its conversation is no longer needed.
-	_ = x.spec.State.Delete(context.WithoutCancel(ctx), stateKey(ec.TaskID))
+	x.forget(ctx, ec.TaskID)
 }
 
 // resultWaits returns what a submitted result waits for when it matches
@@ -377,14 +382,27 @@ func (x *Model) fail(ctx context.Context, ec *a2asrv.ExecutorContext, err error,
 		text = "The model skill failed: " + err.Error()
 	}
 	yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, text)), nil)
-	_ = x.spec.State.Delete(context.WithoutCancel(ctx), stateKey(ec.TaskID))
+	x.forget(ctx, ec.TaskID)
+}
+
+// forget drops an ended task's conversation.
+func (x *Model) forget(ctx context.Context, id a2a.TaskID) {
+	x.mu.Lock()
+	delete(x.live, id)
+	x.mu.Unlock()
+	_ = x.spec.State.Delete(context.WithoutCancel(ctx), stateKey(id))
 }
 
 // load reads the task's stored conversation; nil when there is none.
 func (x *Model) load(ctx context.Context, id a2a.TaskID) (*model.Conversation, error) {
-	b, err := x.spec.State.Load(ctx, stateKey(id))
-	if err != nil || b == nil {
-		return nil, err
+	x.mu.Lock()
+	b := x.live[id]
+	x.mu.Unlock()
+	if b == nil {
+		var err error
+		if b, err = x.spec.State.Load(ctx, stateKey(id)); err != nil || b == nil {
+			return nil, err
+		}
 	}
 	var c model.Conversation
 	if err := json.Unmarshal(b, &c); err != nil {
@@ -407,10 +425,19 @@ type modelSaver struct {
 	principal string
 	// ended are the calls whose outcome is stored already.
 	ended map[string]bool
+	// redact names a tool's arguments its contract redacts; nil without tools.
+	redact func(tool string) []string
+	// live keeps the unmasked conversation in this process; nil: none.
+	live func([]byte)
 }
 
-func newModelSaver(state State, audit mcp.AuditLog, ec *a2asrv.ExecutorContext, conv *model.Conversation) *modelSaver {
-	s := &modelSaver{state: state, key: stateKey(ec.TaskID), audit: audit, task: string(ec.TaskID), principal: principalOf(ec), ended: map[string]bool{}}
+func newModelSaver(x *Model, ec *a2asrv.ExecutorContext, conv *model.Conversation) *modelSaver {
+	s := &modelSaver{state: x.spec.State, key: stateKey(ec.TaskID), task: string(ec.TaskID), principal: principalOf(ec), ended: map[string]bool{}}
+	if tools := x.tools; tools != nil {
+		s.live = func(b []byte) { x.mu.Lock(); x.live[ec.TaskID] = b; x.mu.Unlock() }
+		s.audit = tools.Audit
+		s.redact = func(tool string) []string { return tools.Pipeline.Contract(tool).Redact }
+	}
 	if conv != nil {
 		for _, c := range conv.Calls {
 			if c.Outcome != nil {
@@ -439,11 +466,89 @@ func (s *modelSaver) Save(ctx context.Context, c *model.Conversation) error {
 			}
 		}
 	}
-	b, err := json.Marshal(c)
+	if s.live != nil {
+		b, err := json.Marshal(c)
+		if err != nil {
+			return fmt.Errorf("encode conversation: %w", err)
+		}
+		s.live(b)
+	}
+	b, err := json.Marshal(s.redacted(c))
 	if err != nil {
 		return fmt.Errorf("encode conversation: %w", err)
 	}
 	return s.state.Save(ctx, s.key, b)
+}
+
+// redacted is c as it may be stored: the values of the arguments a tool's
+// contract redacts replaced by [mcp.Redacted] in the model's calls and
+// their records, as the engine keeps a tool skill's message (see
+// [Tool.Redact]). The running loop keeps the real values; a run resumed
+// from the store sees its own earlier calls masked. A tool's result is
+// stored as the pipeline scrubbed it ([ToolResult]).
+func (s *modelSaver) redacted(c *model.Conversation) *model.Conversation {
+	if s.redact == nil {
+		return c
+	}
+	out := *c
+	out.Messages = slices.Clone(c.Messages)
+	for i, m := range out.Messages {
+		if len(m.ToolCalls) == 0 {
+			continue
+		}
+		m.ToolCalls = slices.Clone(m.ToolCalls)
+		for j, tc := range m.ToolCalls {
+			name, args := tc.Name, tc.Arguments
+			if name == model.NameCallTool { // the wrapped call's arguments
+				var w struct {
+					Name      string          `json:"name"`
+					Arguments json.RawMessage `json:"arguments"`
+				}
+				if json.Unmarshal([]byte(args), &w) == nil {
+					if masked, ok := mask(w.Arguments, s.redact(w.Name)); ok {
+						w.Arguments = masked
+						b, _ := json.Marshal(w)
+						m.ToolCalls[j].Arguments = string(b)
+					}
+				}
+				continue
+			}
+			if masked, ok := mask(json.RawMessage(args), s.redact(name)); ok {
+				m.ToolCalls[j].Arguments = string(masked)
+			}
+		}
+		out.Messages[i] = m
+	}
+	out.Calls = slices.Clone(c.Calls)
+	for i, rec := range out.Calls {
+		if masked, ok := mask(rec.Arguments, s.redact(rec.Name)); ok {
+			out.Calls[i].Arguments = masked
+		}
+	}
+	return &out
+}
+
+// mask replaces the named top-level members of the JSON object args; ok is
+// false when there was nothing to replace.
+func mask(args json.RawMessage, names []string) (json.RawMessage, bool) {
+	if len(names) == 0 || len(args) == 0 {
+		return nil, false
+	}
+	var obj map[string]any
+	if json.Unmarshal(args, &obj) != nil {
+		return nil, false
+	}
+	changed := false
+	for _, n := range names {
+		if _, ok := obj[n]; ok {
+			obj[n], changed = mcp.Redacted, true
+		}
+	}
+	if !changed {
+		return nil, false
+	}
+	b, err := json.Marshal(obj)
+	return b, err == nil
 }
 
 // modelCatalog is the catalog a model task plans against: the MCP
@@ -557,6 +662,15 @@ func (k *modelCaller) Call(ctx context.Context, c model.Call) (model.Observation
 	var args map[string]any
 	if err := json.Unmarshal(c.Arguments, &args); err != nil {
 		return model.Observation{Status: model.ObservationError, ErrorClass: model.ClassValidationFailed, Error: "arguments are not a JSON object"}, nil
+	}
+	if k.x.tools != nil {
+		for _, name := range k.x.tools.Pipeline.Contract(c.Tool.Name).Redact {
+			if args[name] == mcp.Redacted {
+				// Only the masked copy survived a restart: never run a call with the placeholder.
+				return model.Observation{Status: model.ObservationError, ErrorClass: model.ClassValidationFailed,
+					Error: "the value of " + name + " is not kept across a restart of the agent; ask for it again"}, nil
+			}
+		}
 	}
 	k.caps.approval = nil
 	if c.Approval != nil {
