@@ -150,3 +150,46 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestModelSkillWarnsUnmatchedGlobs: once the MCP servers connected, a
+// model skill's tools glob that matches no tool is a warning naming the
+// skill and the glob (servers come and go: not an error), and a glob that
+// matches is not.
+func TestModelSkillWarnsUnmatchedGlobs(t *testing.T) {
+	bin := buildMCPServer(t)
+	c, err := ParseConfig("model.yaml", strings.NewReader(fmt.Sprintf(`name: M
+description: A model skill.
+auth: {anonymous: true}
+limits: {shutdown_grace: 1s}
+mcp_servers: [{name: notes, command: %q}]
+models: [{name: m, base_url: "http://127.0.0.1:9/v1", model: scripted}]
+skills:
+  - id: ask
+    name: Ask
+    executor: model
+    model: {use: m, instructions: Answer., tools: ["notes__read_*", "calendar__*"]}
+`, bin)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DataDir = t.TempDir()
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	serveAgent(t, c, WithLogger(slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		got := logs.String()
+		mu.Unlock()
+		if strings.Contains(got, "matches no tool") {
+			if !strings.Contains(got, "skill=ask glob=calendar__*") || strings.Contains(got, "notes__read_*") {
+				t.Fatalf("warnings %q: want calendar__* only", got)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning about calendar__*: %q", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
