@@ -7,12 +7,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/handoff-a2a/handoff/examples/scriptedmodel/script"
+	"github.com/handoff-a2a/handoff/internal/auth"
+	"github.com/handoff-a2a/handoff/internal/datadir"
+	"github.com/handoff-a2a/handoff/internal/redistest"
 )
 
 // serveScript serves the scripted model on a loopback port until the test
@@ -191,5 +196,70 @@ skills:
 			t.Fatalf("no warning about calendar__*: %q", got)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestModelSkillStateOnRedis: on a Redis store the conversation of a task
+// waiting for an approval is a Redis key of the store's namespace (another
+// replica may continue it), no executor-state.db is made in the data
+// directory, and the key is gone once the task ended.
+func TestModelSkillStateOnRedis(t *testing.T) {
+	bin := buildMCPServer(t)
+	ns := redistest.Namespace(t, "handoff-test-")
+	base := serveScript(t, `rules:
+  - when: {last: user}
+    calls: [{tool: notes__write_note, arguments: {name: memo, text: "{{.User}}"}}]
+  - say: "Done: {{.Result}}"
+`, nil)
+	c, err := ParseConfig("model.yaml", strings.NewReader(fmt.Sprintf(`name: M
+description: A model skill.
+auth:
+  anonymous: true
+  api_keys: [{name: ops, sha256: %s}]
+approvers: ["key:ops"]
+log: {level: error}
+limits: {shutdown_grace: 1s}
+store: {kind: redis, url: "redis://127.0.0.1:6379/0", namespace: %q, secret_key_files: [%q], artifacts_dir: %q}
+mcp_servers: [{name: notes, command: %q}]
+tool_contracts: [{tool: notes__write_note, effect: write, risk: low, approval: mandatory}]
+models: [{name: m, base_url: %q, model: scripted, max_retries: 0}]
+skills:
+  - id: ask
+    name: Ask
+    executor: model
+    model: {use: m, instructions: Keep notes., tools: ["notes__write_note"]}
+`, auth.HashAPIKey("ops-key"), ns, secretFile(t), t.TempDir(), bin, base)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DataDir = t.TempDir()
+	_, url := serveAgent(t, c)
+	task := ask(t, url, "lunch at noon")
+	if state(task) != "TASK_STATE_INPUT_REQUIRED" {
+		t.Fatalf("task %s %q, want input-required", state(task), statusMessage(task))
+	}
+	rdb := redistest.Client(t)
+	key := "handoff:{" + ns + "}:state:model/" + task["id"].(string)
+	stored, err := rdb.Get(t.Context(), key).Result()
+	if err != nil || !strings.Contains(stored, "Keep notes.") {
+		t.Fatalf("the conversation in Redis (%s): %q, %v", key, stored, err)
+	}
+	if _, err := os.Stat(filepath.Join(c.DataDir, datadir.ExecutorState)); !os.IsNotExist(err) {
+		t.Errorf("%s exists on a Redis store (%v)", datadir.ExecutorState, err)
+	}
+	var req map[string]any
+	for _, p := range task["status"].(map[string]any)["message"].(map[string]any)["parts"].([]any) {
+		if d, ok := p.(map[string]any)["data"].(map[string]any); ok {
+			req, _ = d["approval_request"].(map[string]any)
+		}
+	}
+	a, _ := json.Marshal(map[string]any{"approval": req})
+	_, out := call(t, url, "X-API-Key", "ops-key", "SendMessage",
+		fmt.Sprintf(`{"message":{"messageId":"a1","taskId":%q,"role":"ROLE_USER","parts":[{"data":%s}]}}`, task["id"], a))
+	if st := state(resultTask(t, out)); st != "TASK_STATE_COMPLETED" {
+		t.Fatalf("after the approval: %s, want completed", st)
+	}
+	if n, err := rdb.Exists(t.Context(), key).Result(); err != nil || n != 0 {
+		t.Errorf("the conversation is still in Redis after the task ended (%d, %v)", n, err)
 	}
 }
