@@ -86,7 +86,7 @@ func newModelSkills(c *Config, rdb redis.UniversalClient, log *slog.Logger, isAp
 				return nil, fmt.Errorf("%s: skill %s: skills_dir: %w", c.path, s.ID, err)
 			}
 			for _, w := range warnings {
-				log.Warn("agent skill skipped", slog.String("skill", s.ID), slog.Any("error", w))
+				log.Warn("agent skill skipped", slog.String("skill", s.ID), slog.String("dir", c.relative(d)), slog.Any("error", w))
 			}
 			agentSkills = loaded
 		}

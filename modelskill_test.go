@@ -24,6 +24,12 @@ import (
 // ends and returns its base URL; seen receives each request's
 // Authorization header.
 func serveScript(t *testing.T, rules string, seen func(string)) string {
+	base, _ := serveScriptServer(t, rules, seen)
+	return base
+}
+
+// serveScriptServer is serveScript, with the server for its requests.
+func serveScriptServer(t *testing.T, rules string, seen func(string)) (string, *script.Server) {
 	t.Helper()
 	s, err := script.Parse([]byte(rules))
 	if err != nil {
@@ -42,7 +48,7 @@ func serveScript(t *testing.T, rules string, seen func(string)) string {
 	})}
 	go func() { _ = hs.Serve(ln) }()
 	t.Cleanup(func() { hs.Close() })
-	return "http://" + ln.Addr().String() + "/v1"
+	return "http://" + ln.Addr().String() + "/v1", srv
 }
 
 // modelSkillConfig is an agent with one model skill on the model at base.
@@ -261,5 +267,73 @@ skills:
 	}
 	if n, err := rdb.Exists(t.Context(), key).Result(); err != nil || n != 0 {
 		t.Errorf("the conversation is still in Redis after the task ended (%d, %v)", n, err)
+	}
+}
+
+// TestModelSkillFilesBesideConfig: instructions_file and skills_dir are
+// read beside the config file; the model is offered the skills by name and
+// description (not their bodies) with activate_skill, which loads a body;
+// a malformed SKILL.md is skipped with a warning naming it.
+func TestModelSkillFilesBesideConfig(t *testing.T) {
+	base, srv := serveScriptServer(t, `rules:
+  - when: {last: user, offered: activate_skill}
+    calls: [{tool: activate_skill, arguments: {name: tidy-notes}}]
+  - when: {last: tool, after: activate_skill}
+    say: "Loaded: {{.Result}}"
+`, nil)
+	dir := t.TempDir()
+	files := map[string]string{
+		"prompt.md":                  "You keep the team's notes tidy.",
+		"skills/tidy-notes/SKILL.md": "---\nname: tidy-notes\ndescription: How to tidy a note.\n---\nFirst read the note, then rewrite it shorter.\n",
+		"skills/broken/SKILL.md":     "no frontmatter here\n",
+		"agent.yaml": fmt.Sprintf(`name: M
+description: A model skill.
+auth: {anonymous: true}
+limits: {shutdown_grace: 1s}
+models: [{name: m, base_url: %q, model: scripted, max_retries: 0}]
+skills:
+  - id: ask
+    name: Ask
+    executor: model
+    model: {use: m, instructions_file: prompt.md, skills_dir: skills}
+`, base),
+	}
+	for name, body := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(t.TempDir()) // the files are found beside the config, not in the working directory
+	c, err := LoadConfig(filepath.Join(dir, "agent.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DataDir = t.TempDir()
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	_, url := serveAgent(t, c, WithLogger(slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	task := ask(t, url, "tidy the welcome note")
+	if state(task) != "TASK_STATE_COMPLETED" {
+		t.Fatalf("task %s %q", state(task), statusMessage(task))
+	}
+	if !strings.Contains(statusMessage(task), "First read the note, then rewrite it shorter.") {
+		t.Errorf("the answer %q does not quote the activated skill's body", statusMessage(task))
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("the model got %d requests, want 2", len(reqs))
+	}
+	first := string(reqs[0])
+	if !strings.Contains(first, "You keep the team's notes tidy.") || !strings.Contains(first, "tidy-notes: How to tidy a note.") ||
+		strings.Contains(first, "rewrite it shorter") || !strings.Contains(first, `"activate_skill"`) {
+		t.Errorf("the first request %s: want the instructions file, the skill's name and description, activate_skill, and no body", first)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "broken/SKILL.md") {
+		t.Errorf("no warning names the malformed SKILL.md: %q", logs.String())
 	}
 }
