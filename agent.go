@@ -57,8 +57,9 @@ type Agent struct {
 	cfg     *Config
 	log     *slog.Logger
 	store   agentStore
-	tools   *tools      // nil without MCP servers
-	del     *delegating // nil when no skill delegates
+	tools   *tools       // nil without MCP servers
+	del     *delegating  // nil when no skill delegates
+	models  *modelSkills // nil when no skill has executor: model
 	selfHop atomic.Pointer[delegation.Hop]
 	engine  *tasks.Engine
 	handler a2asrv.RequestHandler
@@ -251,12 +252,13 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 	if cfg.Store.LeaseTTL != nil {
 		engineOpts = append(engineOpts, tasks.WithLeaseTTL(cfg.Store.LeaseTTL.Duration))
 	}
-	engine, err := tasks.NewEngine(ctx, store, newSkillRouter(cfg, tl, a.del, o.executors), engineOpts...)
+	if a.models, err = newModelSkills(cfg, rdb, o.logger, a.isApprover); err != nil {
+		a.closeStores()
+		return nil, err
+	}
+	engine, err := tasks.NewEngine(ctx, store, newSkillRouter(cfg, tl, a.del, a.models, o.executors), engineOpts...)
 	if err != nil {
-		store.Close()
-		if tl != nil {
-			tl.audit.Close()
-		}
+		a.closeStores()
 		return nil, err
 	}
 	a.engine = engine
@@ -405,6 +407,7 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 			}
 		}()
 		defer func() { stopMCP(); <-mcpDone }()
+		go a.warnUnmatchedGlobs(mcpCtx)
 	}
 	if a.metrics != nil && a.cfg.Metrics.Listen != "" { // until the agent has stopped, so a scrape sees the shutdown
 		metricsCtx, stopMetrics := context.WithCancel(context.WithoutCancel(ctx))
@@ -460,19 +463,7 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 // an agent that was never served.
 func (a *Agent) Close() error {
 	a.closeOnce.Do(func() {
-		if err := a.store.Close(); err != nil {
-			a.closeErr = fmt.Errorf("close store: %w", err)
-		}
-		if a.tools != nil {
-			if err := a.tools.audit.Close(); err != nil && a.closeErr == nil {
-				a.closeErr = fmt.Errorf("close audit log: %w", err)
-			}
-		}
-		if a.del != nil {
-			if err := a.del.ledger.Close(); err != nil && a.closeErr == nil {
-				a.closeErr = fmt.Errorf("close ledger: %w", err)
-			}
-		}
+		a.closeStores()
 		if a.tracing != nil { // export the spans still buffered
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -482,4 +473,24 @@ func (a *Agent) Close() error {
 		}
 	})
 	return a.closeErr
+}
+
+// closeStores closes every store the agent opened, keeping the first error.
+func (a *Agent) closeStores() {
+	if err := a.store.Close(); err != nil {
+		a.closeErr = fmt.Errorf("close store: %w", err)
+	}
+	if a.tools != nil {
+		if err := a.tools.audit.Close(); err != nil && a.closeErr == nil {
+			a.closeErr = fmt.Errorf("close audit log: %w", err)
+		}
+	}
+	if a.del != nil {
+		if err := a.del.ledger.Close(); err != nil && a.closeErr == nil {
+			a.closeErr = fmt.Errorf("close ledger: %w", err)
+		}
+	}
+	if err := a.models.close(); err != nil && a.closeErr == nil {
+		a.closeErr = fmt.Errorf("close executor state: %w", err)
+	}
 }

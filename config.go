@@ -17,6 +17,8 @@ import (
 
 	"github.com/handoff-a2a/handoff/internal/auth"
 	"github.com/handoff-a2a/handoff/internal/datadir"
+	"github.com/handoff-a2a/handoff/internal/model"
+	"github.com/handoff-a2a/handoff/internal/skill"
 	"github.com/handoff-a2a/handoff/mcp/policy"
 )
 
@@ -55,6 +57,9 @@ type Config struct {
 	DefaultInputModes  []string `yaml:"default_input_modes"`
 	DefaultOutputModes []string `yaml:"default_output_modes"`
 
+	// Models are the OpenAI-compatible Chat Completions endpoints that
+	// skills with executor: model use.
+	Models []ModelConfig `yaml:"models"`
 	// Skills are what the agent can do; at least one.
 	Skills []SkillConfig `yaml:"skills"`
 
@@ -181,14 +186,71 @@ type SkillConfig struct {
 	OutputModes []string `yaml:"output_modes"`
 	// Executor names what performs the skill: "tck" (the A2A test kit's
 	// conformance behaviour), "mcp" (one MCP tool, named by Tool),
-	// "delegate" (a verified peer, see Delegate) or "go" (an executor the
-	// program gives New with WithExecutor).
+	// "delegate" (a verified peer, see Delegate), "go" (an executor the
+	// program gives New with WithExecutor) or "model" (a model loop over the
+	// agent's tools, see Model).
 	Executor string `yaml:"executor"`
 	// Tool is the namespaced MCP tool (server__tool) of an "mcp" skill.
 	Tool string `yaml:"tool"`
 	// Delegate says which peer skill fulfils a "delegate" skill and the
 	// acceptance contract its completions must pass.
 	Delegate *DelegateConfig `yaml:"delegate"`
+	// Model is a "model" skill's loop: the endpoint it uses, its
+	// instructions, the tools and delegate skills it may call, its limits.
+	Model *model.SkillConfig `yaml:"model"`
+	// Output gates the skill's own result before its task completes: a
+	// JSON Schema, and an acceptance contract (the delegation contracts'
+	// format) whose checks and verifiers the result must pass; a committed
+	// result enters the ledger. Only model skills take it so far.
+	Output *OutputConfig `yaml:"output"`
+	// ApprovalWhen is a CEL condition over the result (result.amount > 100)
+	// that sends a result to an approver before its task completes. It
+	// needs output.schema.
+	ApprovalWhen string `yaml:"approval_when"`
+}
+
+// OutputConfig is a skill's output gate.
+type OutputConfig struct {
+	// Schema is the result's JSON Schema; a model skill finishes by calling
+	// submit_result with it as the parameters.
+	Schema map[string]any `yaml:"schema"`
+	// Contract is an acceptance contract file for the skill (relative to the
+	// config file); its artifact "result" is the result. Optional.
+	Contract string `yaml:"contract"`
+}
+
+// ModelConfig is one entry of models: an OpenAI-compatible Chat
+// Completions endpoint. The API key is never in the file: APIKeyEnv names
+// the environment variable it is read from.
+type ModelConfig struct {
+	Name    string `yaml:"name"`
+	BaseURL string `yaml:"base_url"`
+	Model   string `yaml:"model"`
+	// APIKeyEnv is optional: local servers (Ollama, llama.cpp) often want no key.
+	APIKeyEnv string `yaml:"api_key_env"`
+	// Timeout bounds each attempt. Default 60s.
+	Timeout *Duration `yaml:"timeout"`
+	// MaxRetries is how often a 429, 408, 409 or 5xx answer is retried,
+	// honouring Retry-After. Default 2; 0 means never.
+	MaxRetries *int `yaml:"max_retries"`
+}
+
+// endpoint is m as the model client takes it.
+func (m ModelConfig) endpoint() model.Endpoint {
+	e := model.Endpoint{Name: m.Name, BaseURL: m.BaseURL, Model: m.Model, APIKeyEnv: m.APIKeyEnv, MaxRetries: m.MaxRetries}
+	if m.Timeout != nil {
+		e.Timeout = m.Timeout.Duration
+	}
+	return e
+}
+
+// relative resolves a path the config names against the config file's
+// directory (an absolute path stays as it is).
+func (c *Config) relative(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(filepath.Dir(c.path), p)
 }
 
 // PeerConfigYAML is one peer agent and the keys its card must be signed
@@ -669,7 +731,7 @@ func (c *Config) applyDefaults() {
 }
 
 // executors are the built-in executor kinds a skill may name.
-var executorKinds = []string{"tck", "mcp", "delegate", "go"}
+var executorKinds = []string{"tck", "mcp", "delegate", "go", "model"}
 
 func (c *Config) validate(doc *yaml.Node) error {
 	var errs []error
@@ -836,12 +898,36 @@ func (c *Config) validate(doc *yaml.Node) error {
 			} else if s.Delegate != nil && s.Delegate.BlobThreshold != nil && *s.Delegate.BlobThreshold <= 0 {
 				bad(key+".delegate.blob_threshold", "%d is not a positive number of bytes", *s.Delegate.BlobThreshold)
 			}
+			if (s.Executor == "model") != (s.Model != nil) {
+				bad(key+".model", "a model skill has a model section (use, instructions, tools); other skills have none")
+			}
+			if s.ApprovalWhen != "" {
+				if s.Output == nil {
+					bad(key+".approval_when", "needs output (a schema for the result it reads)")
+				} else if _, err := skill.CompileApprovalWhen(s.ApprovalWhen); err != nil {
+					bad(key+".approval_when", "%v", err)
+				}
+			}
+			if o := s.Output; o != nil {
+				switch {
+				case s.Executor != "model":
+					bad(key+".output", "only model skills have an output gate so far")
+				case o.Schema == nil:
+					bad(key+".output.schema", "is required")
+				}
+				if o.Contract != "" {
+					if st, err := os.Stat(c.relative(o.Contract)); err != nil || st.IsDir() {
+						bad(key+".output.contract", "%s is not a readable file", c.relative(o.Contract))
+					}
+				}
+			}
 		}
 	}
 	checkSkills("skills", c.Skills)
 	if c.ExtendedCard != nil {
 		checkSkills("extended_card.skills", c.ExtendedCard.Skills)
 	}
+	c.validateModels(bad)
 	for i, p := range c.Peers {
 		key := fmt.Sprintf("peers[%d]", i)
 		if p.Name == "" || p.URL == "" {
@@ -889,6 +975,70 @@ func (c *Config) validate(doc *yaml.Node) error {
 	}
 	c.validatePolicy(bad)
 	return errors.Join(errs...)
+}
+
+// validateModels checks the models list and every model skill's model
+// section: the endpoint it uses, its delegates (delegate skills of this
+// agent), and the files it names (relative to the config file).
+func (c *Config) validateModels(bad func(key, format string, args ...any)) {
+	var names []string
+	for i, m := range c.Models {
+		key := fmt.Sprintf("models[%d]", i)
+		for _, fe := range m.endpoint().Validate() {
+			bad(key+"."+fe.Field, "%s", fe.Msg)
+		}
+		if slices.Contains(names, m.Name) {
+			bad(key+".name", "%q is used by another model", m.Name)
+		}
+		names = append(names, m.Name)
+	}
+	delegates := map[string]bool{}
+	for _, s := range allSkills(c) {
+		if s.Executor == "delegate" {
+			delegates[s.ID] = true
+		}
+	}
+	type keyed struct {
+		key string
+		s   SkillConfig
+	}
+	var skills []keyed
+	for i, s := range c.Skills {
+		skills = append(skills, keyed{fmt.Sprintf("skills[%d]", i), s})
+	}
+	if c.ExtendedCard != nil {
+		for i, s := range c.ExtendedCard.Skills {
+			skills = append(skills, keyed{fmt.Sprintf("extended_card.skills[%d]", i), s})
+		}
+	}
+	for _, k := range skills {
+		s := k.s
+		if s.Executor == "model" && s.Model == nil && strings.HasPrefix(k.key, "extended_card") {
+			bad(k.key+".model", "a model skill has a model section (use, instructions, tools)")
+		}
+		if s.Model == nil {
+			continue
+		}
+		key := k.key + ".model"
+		for _, fe := range s.Model.Validate(names) {
+			bad(key+"."+fe.Field, "%s", fe.Msg)
+		}
+		for j, d := range s.Model.Delegates {
+			if d != "" && !delegates[d] {
+				bad(fmt.Sprintf("%s.delegates[%d]", key, j), "%q is not a delegate skill of this agent", d)
+			}
+		}
+		if f := s.Model.InstructionsFile; f != "" {
+			if st, err := os.Stat(c.relative(f)); err != nil || st.IsDir() {
+				bad(key+".instructions_file", "%s is not a readable file", c.relative(f))
+			}
+		}
+		if d := s.Model.SkillsDir; d != "" {
+			if st, err := os.Stat(c.relative(d)); err != nil || !st.IsDir() {
+				bad(key+".skills_dir", "%s is not a directory", c.relative(d))
+			}
+		}
+	}
 }
 
 // Hazards returns what the config allows that is likely a risk, one

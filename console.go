@@ -242,17 +242,40 @@ func (a *Agent) approvalsList(w http.ResponseWriter, r *http.Request) {
 // ({"approval": {"tool", "decision": "deny", "reason"}}), which carries no
 // token, so that an agent that does not know denials never takes one for
 // an approval. The console and "handoff approve"/"handoff deny" send it as
-// the approver.
-func ApprovalMessage(task a2a.TaskID, tool, snapshotVersion, digest, token string, approve bool, reason string) *a2a.Message {
+// the approver. scope widens an approval past its call into a grant.
+func ApprovalMessage(task a2a.TaskID, tool, snapshotVersion, digest, token string, scope ApprovalScope, approve bool, reason string) *a2a.Message {
 	body := map[string]any{"tool": tool}
 	if approve {
 		body["snapshot_version"], body["digest"], body["token"] = snapshotVersion, digest, token
+		if scope.Scope != "" && scope.Scope != "once" {
+			body["scope"] = scope.Scope
+		}
+		if scope.Resource != "" {
+			body["resource"] = scope.Resource
+		}
+		if !scope.Expires.IsZero() {
+			body["expires"] = scope.Expires.UTC().Format(time.RFC3339)
+		}
 	} else {
 		body["decision"], body["reason"] = skill.ApprovalDeny, reason
 	}
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewDataPart(map[string]any{skill.ApprovalKey: body}))
 	m.TaskID = task
 	return m
+}
+
+// ApprovalScope is how far an approval reaches (README, "Grants"): Scope
+// "once" (or empty) approves the one call; "task" every call of the tool by
+// the same caller in the task; "scope" the tool's calls by that caller on
+// resources under Resource until Expires. A grant never beats a deny or a
+// mandatory ask.
+type ApprovalScope struct {
+	// Scope is once, task or scope.
+	Scope string
+	// Resource is a scope grant's path or URL prefix.
+	Resource string
+	// Expires ends a scope grant; required for one.
+	Expires time.Time
 }
 
 // approvalDesk is the console's approval path: the approval message, sent
@@ -279,7 +302,7 @@ func (d approvalDesk) Decide(ctx context.Context, id a2a.TaskID, dec console.Dec
 		return "", fmt.Errorf("task %s: %w", id, console.ErrNoApproval)
 	}
 	req := list[0].Request
-	msg := ApprovalMessage(id, req.Tool, req.SnapshotVersion, req.Digest, req.Token, dec.Approve, dec.Reason)
+	msg := ApprovalMessage(id, req.Tool, req.SnapshotVersion, req.Digest, req.Token, ApprovalScope{}, dec.Approve, dec.Reason)
 	res, err := d.a.handler.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
 	if err != nil {
 		return "", fmt.Errorf("answer the approval of task %s: %w", id, err)

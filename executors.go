@@ -22,8 +22,9 @@ const (
 
 // newSkillRouter builds the engine's executor: each of the config's skills
 // with the executor it names. t is nil without MCP servers, d without
-// delegate skills; goExecs are the program's own (WithExecutor).
-func newSkillRouter(c *Config, t *tools, d *delegating, goExecs map[string]a2asrv.AgentExecutor) *skill.Router {
+// delegate skills, m without model skills; goExecs are the program's own
+// (WithExecutor).
+func newSkillRouter(c *Config, t *tools, d *delegating, m *modelSkills, goExecs map[string]a2asrv.AgentExecutor) *skill.Router {
 	var out *skill.Outbound
 	if d != nil {
 		out = d.out
@@ -41,11 +42,13 @@ func newSkillRouter(c *Config, t *tools, d *delegating, goExecs map[string]a2asr
 		case "tck":
 			x = tck.New()
 		case "mcp":
-			x = skill.NewTool(s.Tool, *t.governed())
+			x = skill.NewTool(s.ID, s.Tool, *t.governed())
 		case "delegate":
 			x = skill.NewDelegate(s.ID, delegates[s.ID], out)
 		case "go":
-			x = skill.NewProgram(goExecs[s.ID], t.governed(), out, delegates)
+			x = skill.NewProgram(s.ID, goExecs[s.ID], t.governed(), out, delegates)
+		case "model":
+			x = skill.NewModel(s.ID, m.specs[s.ID], t.governed(), out, delegates)
 		}
 		r.Add(s.ID, x)
 	}

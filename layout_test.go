@@ -163,8 +163,8 @@ func TestFaceAndLoopImportDownward(t *testing.T) {
 			"go.etcd.io/bbolt", "github.com/redis/go-redis"},
 		mod + "/internal/metrics": append([]string{mod + "/tasks", mod + "/internal/a2ahttp"}, common...),
 		mod + "/internal/tracing": append([]string{mod + "/tasks", mod + "/internal/a2ahttp"}, common...),
-		mod + "/mcp/policy": append([]string{mod + "/tasks", mod + "/internal/a2ahttp", mod + "/agentcard"}, common...),
-		mod + "/internal/model": append([]string{mod + "/tasks", mod + "/internal/a2ahttp", mod + "/agentcard"}, common...),
+		mod + "/mcp/policy":       append([]string{mod + "/tasks", mod + "/internal/a2ahttp", mod + "/agentcard"}, common...),
+		mod + "/internal/model":   append([]string{mod + "/tasks", mod + "/internal/a2ahttp", mod + "/agentcard"}, common...),
 	}
 	for pkg, bad := range rules {
 		deps, ok := depsOf(t, pkg)[pkg]

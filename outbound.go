@@ -56,15 +56,22 @@ func openLedger(c *Config, rdb redis.UniversalClient) (commitLedger, error) {
 func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Logger, self func() delegation.Hop, tel telemetry) (*delegating, error) {
 	var contracts []*acceptance.Contract
 	for _, s := range allSkills(c) {
-		if s.Delegate == nil {
+		var file string
+		switch {
+		case s.Delegate != nil:
+			file = s.Delegate.Contract
+		case s.Output != nil && s.Output.Contract != "":
+			// A model skill's own results pass the same gate, into the same ledger.
+			file = c.relative(s.Output.Contract)
+		default:
 			continue
 		}
-		ct, err := acceptance.LoadContract(s.Delegate.Contract)
+		ct, err := acceptance.LoadContract(file)
 		if err != nil {
 			return nil, fmt.Errorf("%s: skill %s: %w", c.path, s.ID, err)
 		}
 		if ct.Skill != s.ID {
-			return nil, fmt.Errorf("%s: skill %s: contract %s is for skill %q", c.path, s.ID, s.Delegate.Contract, ct.Skill)
+			return nil, fmt.Errorf("%s: skill %s: contract %s is for skill %q", c.path, s.ID, file, ct.Skill)
 		}
 		contracts = append(contracts, ct)
 	}

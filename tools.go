@@ -34,7 +34,7 @@ func (t *tools) governed() *skill.MCP {
 	if t == nil {
 		return nil
 	}
-	return &skill.MCP{Manager: t.manager, Pipeline: t.pipeline}
+	return &skill.MCP{Manager: t.manager, Pipeline: t.pipeline, Audit: t.audit}
 }
 
 // auditLog is the tool calls' audit log with its Close: bbolt in the data

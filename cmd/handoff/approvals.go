@@ -85,7 +85,9 @@ func runApprovals(ctx context.Context, args []string, stdout, _ io.Writer) error
 // task's waiting tool call by sending the approval message as the caller.
 func runApprove(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlagSet("approve", stdout)
-	scope := fs.String("scope", "once", "how far the approval reaches: `once` (this call; grants for a task or wider are not supported yet)")
+	scope := fs.String("scope", "once", "how far the approval reaches: `once` (this call), task (the tool's calls by the same caller for the rest of the task) or scope (its calls on resources under --resource until --expires)")
+	resource := fs.String("resource", "", "with --scope scope: the path or URL `PREFIX` the grant covers")
+	expires := fs.Duration("expires", 0, "with --scope scope: how long the grant lasts, `D` from now (required)")
 	out := addOutputFlags(fs, "give up after `D`; 0 waits forever")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -94,10 +96,21 @@ func runApprove(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err := expectArgs("approve", pos, "URL", "TASK_ID"); err != nil {
 		return err
 	}
-	if *scope != "once" {
-		return usagef("approve: --scope %q is not supported yet: only once", *scope)
+	grant := handoff.ApprovalScope{Scope: *scope, Resource: *resource}
+	switch *scope {
+	case "once", "task":
+		if *resource != "" || *expires != 0 {
+			return usagef("approve: --resource and --expires are for --scope scope")
+		}
+	case "scope":
+		if *resource == "" || *expires <= 0 {
+			return usagef("approve: --scope scope needs --resource PREFIX and --expires D")
+		}
+		grant.Expires = time.Now().Add(*expires)
+	default:
+		return usagef("approve: --scope %q is not once, task or scope", *scope)
 	}
-	return decideApproval(ctx, pos[0], a2a.TaskID(pos[1]), true, "", out, stdout)
+	return decideApproval(ctx, pos[0], a2a.TaskID(pos[1]), true, "", grant, out, stdout)
 }
 
 // runDeny implements "handoff deny URL TASK_ID --reason TEXT": the task's
@@ -116,12 +129,12 @@ func runDeny(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if strings.TrimSpace(*reason) == "" {
 		return usagef("deny: --reason is required")
 	}
-	return decideApproval(ctx, pos[0], a2a.TaskID(pos[1]), false, *reason, out, stdout)
+	return decideApproval(ctx, pos[0], a2a.TaskID(pos[1]), false, *reason, handoff.ApprovalScope{}, out, stdout)
 }
 
 // decideApproval finds the task's approval request and answers it with
 // the approval message, the one an approver could send by hand.
-func decideApproval(ctx context.Context, raw string, id a2a.TaskID, approve bool, reason string, o *outputFlags, stdout io.Writer) error {
+func decideApproval(ctx context.Context, raw string, id a2a.TaskID, approve bool, reason string, grant handoff.ApprovalScope, o *outputFlags, stdout io.Writer) error {
 	verb := "deny"
 	if approve {
 		verb = "approve"
@@ -147,7 +160,7 @@ func decideApproval(ctx context.Context, raw string, id a2a.TaskID, approve bool
 		return err
 	}
 	r := found.Request
-	msg := handoff.ApprovalMessage(id, r.Tool, r.SnapshotVersion, r.Digest, r.Token, approve, reason)
+	msg := handoff.ApprovalMessage(id, r.Tool, r.SnapshotVersion, r.Digest, r.Token, grant, approve, reason)
 	op := verb + " task " + string(id)
 	callCtx, cancel := withTimeout(ctx, o.timeout)
 	defer cancel()

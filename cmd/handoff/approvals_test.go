@@ -16,6 +16,15 @@ import (
 // approval: alice asks, ops approves.
 func startApprovalsAgent(t *testing.T) string {
 	t.Helper()
+	return startApprovalsAgentWith(t, `tool_contracts:
+  - {tool: notes__write_note, effect: write, risk: high, approval: mandatory, redact: [text]}
+`)
+}
+
+// startApprovalsAgentWith is startApprovalsAgent with its own tool
+// contracts and policy.
+func startApprovalsAgentWith(t *testing.T, governance string) string {
+	t.Helper()
 	mcpBin := filepath.Join(t.TempDir(), "mcpserver")
 	if out, err := exec.Command("go", "build", "-o", mcpBin, "../../examples/mcpserver").CombinedOutput(); err != nil {
 		t.Fatalf("build the example MCP server: %v\n%s", err, out)
@@ -28,11 +37,9 @@ auth:
   api_keys: [{name: alice, sha256: %s}, {name: ops, sha256: %s}]
 approvers: ["key:ops"]
 mcp_servers: [{name: notes, command: %q}]
-tool_contracts:
-  - {tool: notes__write_note, effect: write, risk: high, approval: mandatory, redact: [text]}
 skills:
   - {id: write-note, name: Write, executor: mcp, tool: notes__write_note}
-`, auth.HashAPIKey("alice-key"), auth.HashAPIKey("ops-key"), mcpBin))
+`+governance, auth.HashAPIKey("alice-key"), auth.HashAPIKey("ops-key"), mcpBin))
 	return url
 }
 
@@ -83,6 +90,33 @@ func TestApproveCompletesWaitingTask(t *testing.T) {
 	audit := mustRun(t, "audit", url, "--api-key", "ops-key", "--task", string(task.ID), "--json")
 	if !strings.Contains(audit, `"approver":"key:ops"`) || !strings.Contains(audit, `"outcome":"success"`) {
 		t.Errorf("the audit of the approved call:\n%s", audit)
+	}
+}
+
+// TestApproveScopeGrantsLaterCalls: "handoff approve --scope scope" makes a
+// grant: alice's later writes under the granted prefix run without asking,
+// one outside it still waits, and a mandatory ask is never widened.
+func TestApproveScopeGrantsLaterCalls(t *testing.T) {
+	url := startApprovalsAgentWith(t, `tool_contracts:
+  - {tool: notes__write_note, effect: write, risk: low, approval: none, resources: [{pointer: /name, kind: path, root: /notes}]}
+policy:
+  rules: [{id: ask-writes, layer: allow, decision: ask, tools: [notes__write_note]}]
+`)
+	first := askToWrite(t, url, "team/a")
+	if _, _, err := runCLI(t.Context(), "approve", url, string(first.ID), "--scope", "scope", "--api-key", "ops-key"); err == nil || exitCode(err) != 2 {
+		t.Errorf("--scope scope without --resource and --expires: %v, want a usage error", err)
+	}
+	if out := mustRun(t, "approve", url, string(first.ID), "--scope", "scope", "--resource", "team", "--expires", "1h", "--api-key", "ops-key"); strings.TrimSpace(out) != fmt.Sprintf("task %s: completed", first.ID) {
+		t.Fatalf("approve --scope scope: %q", out)
+	}
+	later := sendTask(t, url, "write", "--skill", "write-note", "--data", `{"name":"team/b","text":"t"}`, "--api-key", "alice-key")
+	if later.Status.State != a2a.TaskStateCompleted {
+		t.Errorf("a write under the granted prefix: %s, want completed without asking", later.Status.State)
+	}
+	askToWrite(t, url, "elsewhere") // outside the prefix: it waits again
+	audit := mustRun(t, "audit", url, "--api-key", "ops-key", "--task", string(later.ID), "--json")
+	if !strings.Contains(audit, `"rule":"grant:`) || !strings.Contains(audit, `"outcome":"success"`) {
+		t.Errorf("the audit of the granted call names no grant:\n%s", audit)
 	}
 }
 

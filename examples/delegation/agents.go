@@ -6,17 +6,21 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/handoff-a2a/handoff"
+	"github.com/handoff-a2a/handoff/examples/scriptedmodel/script"
 )
 
-// start builds the example MCP server, then serves the honest peer, the
-// lying peer and the front agent on the given addresses, each with its data
+// start builds the example MCP server, starts the front's scripted model,
+// then serves the honest peer, the lying peer and the front agent on the
+// given addresses, each with its data
 // under dataDir/ROLE, until ctx ends. It returns the front agent's URL and a
 // function that stops the agents (if ctx has not) and waits until they have.
 func start(ctx context.Context, logTo io.Writer, honestAddr, frontAddr, liarAddr, dataDir string) (string, func(), error) {
@@ -34,6 +38,15 @@ func start(ctx context.Context, logTo io.Writer, honestAddr, frontAddr, liarAddr
 		return "", nil, fmt.Errorf("build the example MCP server: %v\n%s", err, out)
 	}
 	bin, _ = filepath.Abs(bin)
+	// The front's model: the scripted model, in this process, on a port of its own.
+	model, err := script.Load(filepath.Join(root, "examples", "delegation", "front-model.yaml"))
+	if err != nil {
+		return "", nil, err
+	}
+	modelLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
 	common := fmt.Sprintf(`auth: {anonymous: true}
 log: {level: warn}
 limits: {shutdown_grace: 2s}
@@ -50,10 +63,20 @@ tool_contracts: [{tool: notes__stats, effect: read, risk: low, approval: none}]
 			fmt.Sprintf(`peers:
   - {name: honest, url: %q, trust: {jku_prefixes: [%q]}}
   - {name: liar, url: %q, trust: {jku_prefixes: [%q]}}
+models: [{name: scripted, base_url: %q, model: scripted}]
 skills:
-  - {id: count-notes, name: Count notes, executor: delegate, delegate: {skill: notes-stats, tags: [honest], contract: %q}}
-  - {id: count-notes-liar, name: Count notes (liar), executor: delegate, delegate: {skill: notes-stats, tags: [liar], contract: %q}}
-`, honestURL, honestURL+"/.well-known/", liarURL, liarURL+"/.well-known/",
+  - id: assistant
+    name: Notes assistant
+    description: Counts the notes with its own tool and checks the peers' counts.
+    executor: model
+    model:
+      use: scripted
+      instructions: You count the team's notes. Use notes__stats, and ask the peers through count-notes and count-notes-liar.
+      tools: [notes__stats]
+      delegates: [count-notes, count-notes-liar]
+  - {id: count-notes, name: Count notes, description: The honest peer counts the notes., executor: delegate, delegate: {skill: notes-stats, tags: [honest], contract: %q}}
+  - {id: count-notes-liar, name: Count notes (liar), description: The lying peer counts the notes., executor: delegate, delegate: {skill: notes-stats, tags: [liar], contract: %q}}
+`, honestURL, honestURL+"/.well-known/", liarURL, liarURL+"/.well-known/", "http://"+modelLn.Addr().String()+"/v1",
 				filepath.Join(root, "examples", "delegation", "contract.yaml"),
 				filepath.Join(root, "examples", "delegation", "contract-liar.yaml"))},
 	}
@@ -61,6 +84,9 @@ skills:
 	ctx, cancel := context.WithCancel(ctx)
 	var served sync.WaitGroup
 	stopAll := func() { cancel(); served.Wait() }
+	modelSrv := &http.Server{Handler: script.NewServer(model), ReadHeaderTimeout: 10 * time.Second}
+	served.Go(func() { _ = modelSrv.Serve(modelLn) })
+	served.Go(func() { <-ctx.Done(); _ = modelSrv.Close() })
 	for _, c := range configs {
 		cfg, err := handoff.ParseConfig(c.role, strings.NewReader(c.yaml))
 		if err != nil {

@@ -25,10 +25,10 @@ func freeAddr(t *testing.T) string {
 }
 
 // send asks the front agent for skill over JSON-RPC and returns the task's
-// final state and status text.
-func send(t *testing.T, front, skill string) (state, status string) {
+// final state, status text, id and artifacts' text.
+func send(t *testing.T, front, skill, text string) (state, status, id, artifact string) {
 	t.Helper()
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m-%s","role":"ROLE_USER","metadata":{"handoff/skill":%q},"parts":[{"text":"count"}]}}}`, skill, skill)
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m-%s","role":"ROLE_USER","metadata":{"handoff/skill":%q},"parts":[{"text":%q}]}}}`, skill, skill, text)
 	req, err := http.NewRequestWithContext(t.Context(), "POST", front+"/a2a/jsonrpc", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -42,6 +42,12 @@ func send(t *testing.T, front, skill string) (state, status string) {
 	var out struct {
 		Result struct {
 			Task struct {
+				ID        string `json:"id"`
+				Artifacts []struct {
+					Parts []struct {
+						Text string `json:"text"`
+					} `json:"parts"`
+				} `json:"artifacts"`
 				Status struct {
 					State   string `json:"state"`
 					Message struct {
@@ -60,12 +66,19 @@ func send(t *testing.T, front, skill string) (state, status string) {
 	for _, p := range s.Message.Parts {
 		status += p.Text
 	}
-	return s.State, status
+	for _, a := range out.Result.Task.Artifacts {
+		for _, p := range a.Parts {
+			artifact += p.Text
+		}
+	}
+	return s.State, status, out.Result.Task.ID, artifact
 }
 
 // TestExample runs the example as a newcomer would and checks its story:
-// the honest peer's answer is committed, the liar's is not, and once the
-// agents stopped the front's ledger holds the honest delegation only.
+// the honest peer's answer is committed, the liar's is not, both when a
+// delegate skill is asked directly and when the front's model skill calls
+// its own MCP tool and both delegates as tools; once the agents stopped
+// the front's ledger holds the honest delegations only.
 func TestExample(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	dataDir := t.TempDir()
@@ -100,9 +113,13 @@ func TestExample(t *testing.T) {
 		{"count-notes", "TASK_STATE_COMPLETED", "Committed: peer honest's completion passed the contract"},
 		{"count-notes-liar", "TASK_STATE_FAILED", "Not committed: unknown (peer liar"},
 	} {
-		if state, status := send(t, front, tc.skill); state != tc.state || !strings.HasPrefix(status, tc.status) {
+		if state, status, _, _ := send(t, front, tc.skill, "count"); state != tc.state || !strings.HasPrefix(status, tc.status) {
 			t.Errorf("%s: %s %q, want %s %q…", tc.skill, state, status, tc.state, tc.status)
 		}
+	}
+	state, status, assistant, answer := send(t, front, "assistant", "count the notes")
+	if state != "TASK_STATE_COMPLETED" || !strings.Contains(answer, `"decision":"unknown"`) || !strings.Contains(answer, "not_committed") {
+		t.Errorf("assistant: %s %q, answer %q; want completed, the liar's delegation not committed", state, status, answer)
 	}
 
 	stop() // what Ctrl-C does
@@ -114,7 +131,14 @@ func TestExample(t *testing.T) {
 	}
 	defer l.Close()
 	entries, err := l.List(t.Context(), 0)
-	if err != nil || len(entries) != 1 || entries[0].Skill != "count-notes" {
-		t.Fatalf("the front's ledger = %+v (%v), want the one honest delegation", entries, err)
+	if err != nil || len(entries) != 2 || entries[0].Skill != "count-notes" || entries[1].Skill != "count-notes" {
+		t.Fatalf("the front's ledger = %+v (%v), want the two honest delegations", entries, err)
+	}
+	var fromModel bool
+	for _, e := range entries {
+		fromModel = fromModel || strings.HasPrefix(e.DelegationID, assistant+"#count-notes-")
+	}
+	if !fromModel {
+		t.Errorf("the ledger %+v has no entry of the assistant's task %s", entries, assistant)
 	}
 }

@@ -25,6 +25,7 @@ func run(ctx context.Context, args []string) error {
 	pageSize := fs.Int("page-size", 3, "tools per tools/list page, small so that clients must paginate")
 	events := fs.String("events", "", "append one line per tool call start to `FILE`, so tests can see a call in flight")
 	pidFile := fs.String("pid-file", "", "write the process id to `FILE`")
+	gadgets := fs.Int("gadgets", 0, "add `N` read tools gadget_000… (a big catalog, for tool search)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -35,6 +36,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	n := &notes{notes: map[string]string{"welcome": "Hello from the example MCP server."}, events: *events, written: map[string]string{}}
 	srv := n.server(*pageSize)
+	addGadgets(srv, *gadgets)
 	if *addr == "" {
 		return srv.Run(ctx, &mcpsdk.StdioTransport{})
 	}
@@ -272,4 +274,20 @@ func (n *notes) addExtra(srv *mcpsdk.Server) {
 		func(ctx context.Context, _ *mcpsdk.CallToolRequest, _ empty) (*mcpsdk.CallToolResult, any, error) {
 			return text("extra"), nil, nil
 		})
+}
+
+type gadgetArgs struct {
+	Verbose bool `json:"verbose,omitempty" jsonschema:"say more"`
+}
+
+// addGadgets adds count read tools gadget_NNN, each answering its own number: a catalog too
+// big to show a model every schema of.
+func addGadgets(srv *mcpsdk.Server, count int) {
+	for i := range count {
+		name := fmt.Sprintf("gadget_%03d", i)
+		mcpsdk.AddTool(srv, &mcpsdk.Tool{Name: name, Description: fmt.Sprintf("Gadget number %d of the workshop: reports its serial.", i)},
+			func(ctx context.Context, req *mcpsdk.CallToolRequest, _ gadgetArgs) (*mcpsdk.CallToolResult, any, error) {
+				return text(fmt.Sprintf("%s: serial %d", name, 1000+i)), nil, nil
+			})
+	}
 }

@@ -22,6 +22,10 @@ const (
 	// AuditLog is the MCP tool calls' audit log, made when the agent has
 	// MCP servers.
 	AuditLog = "audit.db"
+	// ExecutorState is what executors keep of unfinished tasks out of the
+	// tasks' sight (a model skill's conversation), made when a skill has
+	// executor: model.
+	ExecutorState = "executor-state.db"
 	// SigningKey is the card signing key the agent makes at its first
 	// start when the config names none.
 	SigningKey = "signing-key.jwk"

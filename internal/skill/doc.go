@@ -8,6 +8,11 @@
 //     the durable follow and the acceptance gate, recorded in the ledger;
 //   - [Program] (`executor: go`): a program's own executor, given the same
 //     governed tools and delegations through [CapsFrom];
+//   - [Model] (`executor: model`): a model loop (internal/model) over the
+//     MCP catalog and the delegate skills, each call through the same roads
+//     as a program's ([Caps.Call], [Caps.Delegate]), its conversation kept
+//     in a [State] ([BoltState], [RedisState]) out of the task's sight, its
+//     result gated by an output contract and [ApprovalWhen];
 //
 // and the [Router], the engine's one executor, which hands each task to the
 // executor of its skill. The conformance executor lives in internal/tck.

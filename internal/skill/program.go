@@ -21,6 +21,7 @@ import (
 // giving it the governed tools and the delegations through its context
 // (see [CapsFrom]).
 type Program struct {
+	skill     string // the skill's id, for the policy's skill rules
 	x         a2asrv.AgentExecutor
 	tools     *MCP                    // nil without mcp_servers
 	out       *Outbound               // nil without peers
@@ -36,8 +37,8 @@ var (
 // NewProgram returns the executor that runs x with tools (nil in an agent
 // without MCP servers) and delegations through out (nil in an agent without
 // peers) to the agent's delegate skills, by id.
-func NewProgram(x a2asrv.AgentExecutor, tools *MCP, out *Outbound, delegates map[string]DelegateSpec) *Program {
-	return &Program{x: x, tools: tools, out: out, delegates: delegates}
+func NewProgram(skill string, x a2asrv.AgentExecutor, tools *MCP, out *Outbound, delegates map[string]DelegateSpec) *Program {
+	return &Program{skill: skill, x: x, tools: tools, out: out, delegates: delegates}
 }
 
 // Execute implements [a2asrv.AgentExecutor]: it runs the program's
@@ -49,7 +50,7 @@ func NewProgram(x a2asrv.AgentExecutor, tools *MCP, out *Outbound, delegates map
 func (g *Program) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		started := ec.StoredTask != nil
-		caps := &Caps{tools: g.tools, ec: ec, approval: approvalFrom(ec), out: g.out, delegates: g.delegates}
+		caps := &Caps{skill: g.skill, tools: g.tools, ec: ec, approval: approvalFrom(ec), out: g.out, delegates: g.delegates}
 		// A delegation's progress and records go into this task's log, in
 		// order with the executor's own events (same goroutine).
 		caps.emit = func(ev a2a.Event, err error) bool {
@@ -112,6 +113,7 @@ type capsKey struct{}
 // governed tools and the delegations. Its methods work on a nil *Caps,
 // failing with [ErrNoTools] or [ErrNoDelegation].
 type Caps struct {
+	skill     string
 	tools     *MCP // nil without mcp_servers
 	ec        *a2asrv.ExecutorContext
 	approval  *mcp.Approval           // the approver's answer this execution carries, if any
@@ -166,7 +168,8 @@ func (c *Caps) Call(ctx context.Context, tool string, args map[string]any) (*Too
 		return nil, ErrNoTools
 	}
 	snap := waitForTool(ctx, c.tools.Manager, tool)
-	prop := mcp.Proposal{TaskID: string(c.ec.TaskID), Principal: principalOf(c.ec), Tool: tool, Arguments: args}
+	prop := mcp.Proposal{TaskID: string(c.ec.TaskID), Principal: principalOf(c.ec), Tenant: tenantOf(c.ec), Skill: c.skill,
+		Tool: tool, Arguments: args}
 	if snap != nil {
 		prop.SnapshotVersion = snap.Version
 	}
@@ -240,8 +243,15 @@ func (c *Caps) Delegate(ctx context.Context, skill string, message *a2a.Message)
 		return nil, fmt.Errorf("delegate %s: %w: the message has no parts", skill, a2a.ErrInvalidParams)
 	}
 	c.sent++
+	return c.delegate(ctx, skill, spec, strconv.Itoa(c.sent), message)
+}
+
+// delegate runs one delegation of the task to the delegate skill skill,
+// named by its task, skill and n (TASK#SKILL-N): a program's order in the
+// execution, a model's tool call id.
+func (c *Caps) delegate(ctx context.Context, skill string, spec DelegateSpec, n string, message *a2a.Message) (*Delegated, error) {
 	s := &Delegate{id: skill, spec: spec, out: c.out,
-		key: string(c.ec.TaskID) + delegationKeySep + skill + "-" + strconv.Itoa(c.sent)}
+		key: string(c.ec.TaskID) + delegationKeySep + skill + "-" + n}
 	peer, ok := s.findPeer(ctx)
 	if !ok {
 		return &Delegated{Outcome: acceptance.Failed,

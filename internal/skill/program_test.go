@@ -38,7 +38,7 @@ func (writer) Cancel(context.Context, *a2asrv.ExecutorContext) iter.Seq2[a2a.Eve
 // runs the executor again and the call goes through.
 func TestProgramWaitsForTheApproval(t *testing.T) {
 	tools := startNotes(t)
-	g := NewProgram(writer{}, &tools, nil, nil)
+	g := NewProgram("s", writer{}, &tools, nil, nil)
 	ec := &a2asrv.ExecutorContext{TaskID: a2a.NewTaskID(), ContextID: a2a.NewContextID(), User: caller("alice"),
 		Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("write"))}
 	evs := run(t, g, ec)

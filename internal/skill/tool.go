@@ -17,6 +17,7 @@ import (
 
 	"github.com/handoff-a2a/handoff/acceptance"
 	"github.com/handoff-a2a/handoff/mcp"
+	"github.com/handoff-a2a/handoff/mcp/policy"
 	"github.com/handoff-a2a/handoff/tasks"
 )
 
@@ -34,6 +35,10 @@ type MCP struct {
 	// Pipeline runs every tool call: snapshot, schema, contract, policy,
 	// approval, deadline, normalisation, audit.
 	Pipeline *mcp.Pipeline
+	// Audit is the pipeline's audit log, where a model skill records the
+	// calls its loop refused before they reached the pipeline (a tool
+	// outside the skill's globs); nil records none.
+	Audit mcp.AuditLog
 }
 
 // Tool fulfils a skill with one MCP tool through the governed pipeline.
@@ -41,6 +46,7 @@ type MCP struct {
 // proposal waits in memory for the approver's message (an agent restart
 // forgets it, and the caller sends the request again).
 type Tool struct {
+	skill    string // the skill's id, for the policy's skill rules
 	tool     string
 	pipeline *mcp.Pipeline
 	manager  *mcp.Manager
@@ -57,8 +63,8 @@ var (
 
 // NewTool returns the executor of a skill that is the MCP tool tool
 // (server__tool) of m.
-func NewTool(tool string, m MCP) *Tool {
-	return &Tool{tool: tool, pipeline: m.Pipeline, manager: m.Manager, pending: map[a2a.TaskID]mcp.Proposal{}}
+func NewTool(skill, tool string, m MCP) *Tool {
+	return &Tool{skill: skill, tool: tool, pipeline: m.Pipeline, manager: m.Manager, pending: map[a2a.TaskID]mcp.Proposal{}}
 }
 
 // Execute implements [a2asrv.AgentExecutor].
@@ -77,7 +83,8 @@ func (s *Tool) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq
 				yield(nil, a2a.NewError(a2a.ErrInvalidParams, err.Error()))
 				return
 			}
-			prop = mcp.Proposal{TaskID: string(ec.TaskID), Principal: principalOf(ec), Tool: s.tool, Arguments: args}
+			prop = mcp.Proposal{TaskID: string(ec.TaskID), Principal: principalOf(ec), Tenant: tenantOf(ec), Skill: s.skill,
+				Tool: s.tool, Arguments: args}
 			if snap != nil {
 				prop.SnapshotVersion = snap.Version
 			}
@@ -394,8 +401,11 @@ func approvalFrom(ec *a2asrv.ExecutorContext) *mcp.Approval {
 		return nil
 	}
 	str := func(k string) string { v, _ := a[k].(string); return v }
+	// A scope wider than once becomes a grant; an expiry that does not parse
+	// leaves it zero, which the pipeline refuses for a scope grant.
+	expires, _ := time.Parse(time.RFC3339, str("expires"))
 	return &mcp.Approval{Approver: principalOf(ec), Tool: str("tool"), SnapshotVersion: str("snapshot_version"),
-		Digest: str("digest"), Token: str("token")}
+		Digest: str("digest"), Token: str("token"), Scope: policy.Scope(str("scope")), Resource: str("resource"), Expires: expires}
 }
 
 // denialFrom reads a denial from the message's data parts: an approval
@@ -450,7 +460,7 @@ func approvalDecision(ec *a2asrv.ExecutorContext) *a2a.Message {
 		return nil
 	}
 	kept := map[string]any{}
-	for _, k := range []string{"tool", "snapshot_version", "digest", "token", "decision", "reason"} {
+	for _, k := range []string{"tool", "snapshot_version", "digest", "token", "decision", "reason", "scope", "resource", "expires"} {
 		if v, ok := a[k].(string); ok {
 			kept[k] = v
 		}
@@ -464,6 +474,17 @@ func principalOf(ec *a2asrv.ExecutorContext) string {
 		return ec.User.Name
 	}
 	return ""
+}
+
+// tenantOf is the tenant the caller of ec is bound to: its credential's,
+// else the request's.
+func tenantOf(ec *a2asrv.ExecutorContext) string {
+	if ec.User != nil {
+		if t, _ := ec.User.Attributes[tasks.TenantAttribute].(string); t != "" {
+			return t
+		}
+	}
+	return ec.Tenant
 }
 
 func agentText(ec *a2asrv.ExecutorContext, text string) *a2a.Message {

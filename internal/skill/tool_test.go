@@ -95,7 +95,7 @@ func approvalRequest(t *testing.T, m *a2a.Message) map[string]any {
 // approval request, and an approver's answer to it runs the same call.
 func TestToolRunsAfterTheApproval(t *testing.T) {
 	tools := startNotes(t)
-	write := NewTool("notes__write_note", tools)
+	write := NewTool("s", "notes__write_note", tools)
 	ec := &a2asrv.ExecutorContext{TaskID: a2a.NewTaskID(), ContextID: a2a.NewContextID(), User: caller("alice"),
 		Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewDataPart(map[string]any{"name": "n1", "text": "the secret"}))}
 
@@ -128,7 +128,7 @@ func TestToolRunsAfterTheApproval(t *testing.T) {
 		t.Fatalf("approved write ended %s (%v), want completed", st, msg)
 	}
 
-	read := NewTool("notes__read_note", tools)
+	read := NewTool("s", "notes__read_note", tools)
 	evs = run(t, read, &a2asrv.ExecutorContext{TaskID: a2a.NewTaskID(), ContextID: a2a.NewContextID(), User: caller("alice"),
 		Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("n1"))}) // one string parameter: the text is it
 	var text string
@@ -145,7 +145,7 @@ func TestToolRunsAfterTheApproval(t *testing.T) {
 // TestToolApprovalFromAnotherCaller: an answer from a caller who is not an
 // approver runs nothing.
 func TestToolApprovalFromAnotherCaller(t *testing.T) {
-	write := NewTool("notes__write_note", startNotes(t))
+	write := NewTool("s", "notes__write_note", startNotes(t))
 	ec := &a2asrv.ExecutorContext{TaskID: a2a.NewTaskID(), ContextID: a2a.NewContextID(), User: caller("alice"),
 		Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewDataPart(map[string]any{"name": "n1", "text": "x"}))}
 	_, msg := last(run(t, write, ec))
