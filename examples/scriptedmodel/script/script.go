@@ -68,6 +68,8 @@ type Fail struct {
 type Data struct {
 	// User is the last user message's text; Result the last tool message's.
 	User, Result string
+	// Results are every tool message's text, in order: {{index .Results 0}} is the first.
+	Results []string
 	// Hit is the first tool name in the last tool result when it is a list of {name} (what
 	// search_tools answers), or "".
 	Hit string

@@ -216,6 +216,7 @@ func data(msgs []message) Data {
 			d.User = m.text()
 		case "tool":
 			d.Result = m.text()
+			d.Results = append(d.Results, d.Result)
 		case "assistant":
 			d.Turn++
 		}
