@@ -52,6 +52,11 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(call fuzzn,15000) ./internal/jcs
 	go test -run '^$$' -fuzz '^FuzzAppendPruned$$' -fuzztime $(call fuzzn,20000) ./internal/jcs
 	go test -run '^$$' -fuzz '^FuzzRenameMessageParts$$' -fuzztime $(call fuzzn,30000) ./internal/rest03
+	go test -run '^$$' -fuzz '^FuzzCoerce$$' -fuzztime $(call fuzzn,30000) ./internal/model
+	go test -run '^$$' -fuzz '^FuzzParseResponse$$' -fuzztime $(call fuzzn,30000) ./internal/model
+	go test -run '^$$' -fuzz '^FuzzCanonicalPath$$' -fuzztime $(call fuzzn,60000) ./mcp/policy
+	go test -run '^$$' -fuzz '^FuzzCanonicalURL$$' -fuzztime $(call fuzzn,25000) ./mcp/policy
+	go test -run '^$$' -fuzz '^FuzzNew$$' -fuzztime $(call fuzzn,25000) ./mcp/policy
 
 build:
 	go build -o bin/handoff ./cmd/handoff
