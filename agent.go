@@ -252,7 +252,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 	if cfg.Store.LeaseTTL != nil {
 		engineOpts = append(engineOpts, tasks.WithLeaseTTL(cfg.Store.LeaseTTL.Duration))
 	}
-	if a.models, err = newModelSkills(cfg, rdb, o.logger, a.isApprover); err != nil {
+	if a.models, err = newModelSkills(cfg, rdb, o.logger, a.isApprover, m); err != nil {
 		a.closeStores()
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/handoff-a2a/handoff/acceptance"
 	"github.com/handoff-a2a/handoff/internal/metrics"
+	"github.com/handoff-a2a/handoff/internal/model"
 	"github.com/handoff-a2a/handoff/internal/tracing"
 	"github.com/handoff-a2a/handoff/mcp"
 )
@@ -114,6 +115,21 @@ func (o observedAudit) Append(ctx context.Context, rec *mcp.AuditRecord) error {
 		span.End(trace.WithTimestamp(rec.Time.Add(rec.Duration)))
 	}
 	return err
+}
+
+// observedModel reports each round trip to a model endpoint: its outcome,
+// its time and the tokens the endpoint says it used.
+type observedModel struct {
+	next model.Completer
+	name string // the models[].name, a label
+	m    *metrics.Registry
+}
+
+func (o observedModel) Complete(ctx context.Context, r model.Request) (model.Reply, error) {
+	start := time.Now()
+	rep, err := o.next.Complete(ctx, r)
+	o.m.ModelCall(o.name, err, time.Since(start), rep.Usage.PromptTokens, rep.Usage.CompletionTokens)
+	return rep, err
 }
 
 // observedIndex reports delegations as the delegate skill indexes them: a

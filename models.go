@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/handoff-a2a/handoff/internal/datadir"
+	"github.com/handoff-a2a/handoff/internal/metrics"
 	"github.com/handoff-a2a/handoff/internal/model"
 	"github.com/handoff-a2a/handoff/internal/skill"
 	"github.com/handoff-a2a/handoff/mcp"
@@ -37,7 +38,7 @@ type executorState interface {
 // the config file), the Agent Skills of skills_dir. nil when no skill has
 // executor: model. rdb is the task store's Redis, nil on the embedded
 // store; isApprover says who may approve a result approval_when holds.
-func newModelSkills(c *Config, rdb redis.UniversalClient, log *slog.Logger, isApprover func(string) bool) (*modelSkills, error) {
+func newModelSkills(c *Config, rdb redis.UniversalClient, log *slog.Logger, isApprover func(string) bool, obs *metrics.Registry) (*modelSkills, error) {
 	var skills []SkillConfig
 	for _, s := range allSkills(c) {
 		if s.Executor == "model" && s.Model != nil {
@@ -47,7 +48,7 @@ func newModelSkills(c *Config, rdb redis.UniversalClient, log *slog.Logger, isAp
 	if len(skills) == 0 {
 		return nil, nil
 	}
-	clients := map[string]*model.Client{}
+	clients := map[string]model.Completer{}
 	bounds := map[string]time.Duration{}
 	for i, m := range c.Models {
 		e := m.endpoint()
@@ -60,6 +61,9 @@ func newModelSkills(c *Config, rdb redis.UniversalClient, log *slog.Logger, isAp
 			key = model.Secret(v)
 		}
 		clients[e.Name] = model.NewClient(e, key, nil)
+		if obs != nil {
+			clients[e.Name] = observedModel{clients[e.Name], e.Name, obs}
+		}
 		bounds[e.Name] = turnBound(e)
 	}
 	descriptions := map[string]string{}

@@ -42,6 +42,10 @@ type Registry struct {
 
 	delegations *prometheus.CounterVec
 	gate        *prometheus.CounterVec
+
+	modelCalls   *prometheus.CounterVec
+	modelSeconds *prometheus.HistogramVec
+	modelTokens  *prometheus.CounterVec
 }
 
 // New returns a Registry with every collector registered, and the Go
@@ -106,7 +110,20 @@ func New() *Registry {
 		Name: "handoff_gate_decisions_total",
 		Help: "Acceptance gate decisions on delegated completions (committed, rejected, failed, unknown), by skill and peer; a re-check is a decision of its own.",
 	}, []string{"skill", "peer", "decision"})
-	r.reg.MustRegister(r.toolCalls, r.toolSeconds, r.delegations, r.gate)
+	r.modelCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "handoff_model_requests_total",
+		Help: "Chat Completions round trips to a model endpoint (its retries included), by model (models[].name) and outcome.",
+	}, []string{"model", "outcome"})
+	r.modelSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "handoff_model_request_duration_seconds",
+		Help:    "Time of one round trip to a model endpoint, retries included, by model.",
+		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+	}, []string{"model"})
+	r.modelTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "handoff_model_tokens_total",
+		Help: "Tokens the model endpoints report, by model and kind (prompt, completion).",
+	}, []string{"model", "kind"})
+	r.reg.MustRegister(r.toolCalls, r.toolSeconds, r.delegations, r.gate, r.modelCalls, r.modelSeconds, r.modelTokens)
 	r.reg.MustRegister(r.requests, r.requestSeconds, r.transitions, r.appendSeconds, r.appendEvents, r.appendErrors,
 		r.pushAttempts, r.pushSeconds, r.pushLag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -155,6 +172,18 @@ func (r *Registry) ToolCall(tool, decision, outcome string, d time.Duration) {
 	}
 	r.toolCalls.WithLabelValues(tool, decision, outcome).Inc()
 	r.toolSeconds.WithLabelValues(tool).Observe(d.Seconds())
+}
+
+// ModelCall reports one round trip to the model endpoint named model.
+func (r *Registry) ModelCall(model string, err error, d time.Duration, promptTokens, completionTokens int64) {
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	r.modelCalls.WithLabelValues(model, outcome).Inc()
+	r.modelSeconds.WithLabelValues(model).Observe(d.Seconds())
+	r.modelTokens.WithLabelValues(model, "prompt").Add(float64(promptTokens))
+	r.modelTokens.WithLabelValues(model, "completion").Add(float64(completionTokens))
 }
 
 // DelegationStarted reports a delegation sent to peer for skill.

@@ -47,6 +47,15 @@ type Reply struct {
 	Content      string
 	ToolCalls    []ToolCall
 	FinishReason string
+	// Usage is what the endpoint says the round trip cost, zero when it
+	// does not say.
+	Usage Usage
+}
+
+// Usage counts a round trip's tokens, as the endpoint reports them.
+type Usage struct {
+	// PromptTokens were read, CompletionTokens written.
+	PromptTokens, CompletionTokens int64
 }
 
 // Client speaks OpenAI-compatible Chat Completions to one [Endpoint].
@@ -139,7 +148,8 @@ func parseReply(res *openai.ChatCompletion) (Reply, error) {
 		return Reply{}, ErrNoChoices
 	}
 	ch := res.Choices[0]
-	r := Reply{Content: ch.Message.Content, FinishReason: ch.FinishReason}
+	r := Reply{Content: ch.Message.Content, FinishReason: ch.FinishReason,
+		Usage: Usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens}}
 	seen := map[string]bool{}
 	for i, tc := range ch.Message.ToolCalls {
 		call := ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}

@@ -128,10 +128,10 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		if rule.Fail != nil && len(calls) == 0 && rule.Say == "" && !rule.NoChoices {
 			continue // a failure rule that has failed its times lets the next rule answer
 		}
-		s.answer(w, req.Model, rule, calls, d)
+		s.answer(w, req.Model, rule, calls, d, len(body))
 		return
 	}
-	s.answer(w, req.Model, Rule{Say: "(the script has no rule for this request)"}, nil, d)
+	s.answer(w, req.Model, Rule{Say: "(the script has no rule for this request)"}, nil, d, len(body))
 }
 
 // failing reports whether rule i still fails, counting this request.
@@ -226,7 +226,7 @@ func data(msgs []message) Data {
 }
 
 // answer writes the chat completion of rule.
-func (s *Server) answer(w http.ResponseWriter, model string, rule Rule, names []string, d Data) {
+func (s *Server) answer(w http.ResponseWriter, model string, rule Rule, names []string, d Data, prompt int) {
 	if rule.NoChoices {
 		writeJSON(w, map[string]any{"id": "chatcmpl-none", "object": "chat.completion", "created": time.Now().Unix(), "model": model, "choices": []any{}})
 		return
@@ -263,6 +263,10 @@ func (s *Server) answer(w http.ResponseWriter, model string, rule Rule, names []
 		tc.Function.Name, tc.Function.Arguments = names[i], args
 		calls = append(calls, tc)
 	}
+	completion := len(text)
+	for _, c := range calls {
+		completion += len(c.Function.Name) + len(c.Function.Arguments)
+	}
 	msg := map[string]any{"role": "assistant", "content": text}
 	finish := "stop"
 	if len(calls) > 0 {
@@ -275,7 +279,8 @@ func (s *Server) answer(w http.ResponseWriter, model string, rule Rule, names []
 	writeJSON(w, map[string]any{
 		"id": fmt.Sprintf("chatcmpl-%d", d.Turn), "object": "chat.completion", "created": time.Now().Unix(), "model": model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
-		"usage":   map[string]any{"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+		// Tokens at four bytes each, as a tokenizer roughly counts them.
+		"usage": map[string]any{"prompt_tokens": prompt / 4, "completion_tokens": completion / 4, "total_tokens": prompt/4 + completion/4},
 	})
 }
 
