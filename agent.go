@@ -36,22 +36,6 @@ import (
 	"github.com/handoff-a2a/handoff/tasks/redisstore"
 )
 
-// An Option configures an [Agent].
-type Option interface{ apply(*agentOptions) }
-
-type optionFunc func(*agentOptions)
-
-func (f optionFunc) apply(o *agentOptions) { f(o) }
-
-type agentOptions struct {
-	logger    *slog.Logger
-	executors map[string]a2asrv.AgentExecutor // by skill id, for the `go` skills
-}
-
-// WithLogger sets the agent's logger. By default it logs to stderr at the
-// config's level and format.
-func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *agentOptions) { o.logger = l }) }
-
 // Agent is one running A2A agent. Make it with [New], run it with [Agent.Serve].
 type Agent struct {
 	cfg     *Config

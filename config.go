@@ -22,19 +22,19 @@ import (
 	"github.com/handoff-a2a/handoff/mcp/policy"
 )
 
-// ErrNoConfig is wrapped by [LoadConfig] when the file does not exist.
-var ErrNoConfig = errors.New("config file not found")
-
 // Config is one agent's configuration, read from YAML. The README documents
 // every field; [LoadConfig] refuses unknown fields.
 type Config struct {
-	// Name, Description and Version describe the agent on its card.
-	Name        string `yaml:"name"`
+	// Name is the agent's name on its card; required.
+	Name string `yaml:"name"`
+	// Description says what the agent does, on its card; required.
 	Description string `yaml:"description"`
-	Version     string `yaml:"version"`
-	// Provider and DocumentationURL are optional card fields.
-	Provider         *ProviderConfig `yaml:"provider"`
-	DocumentationURL string          `yaml:"documentation_url"`
+	// Version is the agent's version on its card. Default 0.1.0.
+	Version string `yaml:"version"`
+	// Provider names who runs the agent, on its card; optional.
+	Provider *ProviderConfig `yaml:"provider"`
+	// DocumentationURL is the agent's documentation, on its card; optional.
+	DocumentationURL string `yaml:"documentation_url"`
 
 	// Listen is the TCP address to serve on. Default 127.0.0.1:8080.
 	Listen string `yaml:"listen"`
@@ -47,14 +47,20 @@ type Config struct {
 	// Store chooses where tasks, event logs and push state live.
 	Store StoreConfig `yaml:"store"`
 
+	// Capabilities declares the optional A2A features the agent serves.
 	Capabilities CapabilitiesConfig `yaml:"capabilities"`
-	Limits       LimitsConfig       `yaml:"limits"`
+	// Limits bounds what one request or the whole agent may use.
+	Limits LimitsConfig `yaml:"limits"`
 	// Server bounds the HTTP server: its timeouts and connection limits.
 	Server ServerConfig `yaml:"server"`
-	Log    LogConfig    `yaml:"log"`
+	// Log sets the log's level and format.
+	Log LogConfig `yaml:"log"`
 
-	// DefaultInputModes and DefaultOutputModes are media types; default text/plain.
-	DefaultInputModes  []string `yaml:"default_input_modes"`
+	// DefaultInputModes are the media types the agent accepts, on its card.
+	// Default text/plain.
+	DefaultInputModes []string `yaml:"default_input_modes"`
+	// DefaultOutputModes are the media types the agent answers in, on its
+	// card. Default text/plain.
 	DefaultOutputModes []string `yaml:"default_output_modes"`
 
 	// Models are the OpenAI-compatible Chat Completions endpoints that
@@ -107,8 +113,10 @@ type Config struct {
 
 // ProviderConfig names the organisation behind the agent.
 type ProviderConfig struct {
+	// Organization is the organisation's name.
 	Organization string `yaml:"organization"`
-	URL          string `yaml:"url"`
+	// URL is the organisation's web site.
+	URL string `yaml:"url"`
 }
 
 // CapabilitiesConfig declares optional A2A features.
@@ -177,12 +185,23 @@ type LogConfig struct {
 
 // SkillConfig is one skill on the card and the executor that performs it.
 type SkillConfig struct {
-	ID          string   `yaml:"id"`
-	Name        string   `yaml:"name"`
-	Description string   `yaml:"description"`
-	Tags        []string `yaml:"tags"`
-	Examples    []string `yaml:"examples"`
-	InputModes  []string `yaml:"input_modes"`
+	// ID names the skill on the card and in a message's handoff/skill
+	// metadata; required, unique across the public and the extended card.
+	ID string `yaml:"id"`
+	// Name is the skill's human-readable name on the card; required.
+	Name string `yaml:"name"`
+	// Description says what the skill does, on the card.
+	Description string `yaml:"description"`
+	// Tags are keywords on the card; peers that delegate to this agent
+	// narrow their choice by them. Default none.
+	Tags []string `yaml:"tags"`
+	// Examples are sample requests, on the card. Default none.
+	Examples []string `yaml:"examples"`
+	// InputModes are the media types the skill accepts, on the card.
+	// Default: the agent's default_input_modes.
+	InputModes []string `yaml:"input_modes"`
+	// OutputModes are the media types the skill answers in, on the card.
+	// Default: the agent's default_output_modes.
 	OutputModes []string `yaml:"output_modes"`
 	// Executor names what performs the skill: "tck" (the A2A test kit's
 	// conformance behaviour), "mcp" (one MCP tool, named by Tool),
@@ -223,9 +242,14 @@ type OutputConfig struct {
 // Completions endpoint. The API key is never in the file: APIKeyEnv names
 // the environment variable it is read from.
 type ModelConfig struct {
-	Name    string `yaml:"name"`
+	// Name is what a model skill's use names the endpoint by; required,
+	// unique.
+	Name string `yaml:"name"`
+	// BaseURL is the endpoint's base; requests go to BaseURL/chat/completions.
+	// Required.
 	BaseURL string `yaml:"base_url"`
-	Model   string `yaml:"model"`
+	// Model is the model the requests ask for; required.
+	Model string `yaml:"model"`
 	// APIKeyEnv is optional: local servers (Ollama, llama.cpp) often want no key.
 	APIKeyEnv string `yaml:"api_key_env"`
 	// Timeout bounds each attempt. Default 60s.
@@ -257,11 +281,20 @@ func (c *Config) relative(p string) string {
 // with: pinned keys (a JWKS file, optionally narrowed to key ids), or jku
 // URL prefixes whose JWKS is trusted.
 type PeerConfigYAML struct {
-	Name  string `yaml:"name"`
-	URL   string `yaml:"url"`
+	// Name names the peer in logs and in handoff peers; required.
+	Name string `yaml:"name"`
+	// URL is the peer's base URL, where its card is fetched; required.
+	URL string `yaml:"url"`
+	// Trust is the rule the peer's card must verify under: jwks_file, or
+	// jku_prefixes, or both. A peer that does not verify is never used.
 	Trust struct {
-		JWKSFile    string   `yaml:"jwks_file"`
-		KeyIDs      []string `yaml:"key_ids"`
+		// JWKSFile is a JWKS file of the peer's pinned public keys.
+		JWKSFile string `yaml:"jwks_file"`
+		// KeyIDs narrow the pinned keys to these key ids. Default: every
+		// key in JWKSFile.
+		KeyIDs []string `yaml:"key_ids"`
+		// JKUPrefixes are http(s) URL prefixes: a card signed with a key
+		// from a JWKS (its jku) under one of them is trusted.
 		JKUPrefixes []string `yaml:"jku_prefixes"`
 	} `yaml:"trust"`
 }
@@ -269,31 +302,47 @@ type PeerConfigYAML struct {
 // MCPServerConfig is one MCP server: stdio (command) or streamable HTTP (url).
 type MCPServerConfig struct {
 	// Name namespaces its tools: NAME__tool.
-	Name      string   `yaml:"name"`
-	Transport string   `yaml:"transport"` // stdio (default with command) or http
-	Command   string   `yaml:"command"`
-	Args      []string `yaml:"args"`
-	Dir       string   `yaml:"dir"`
+	Name string `yaml:"name"`
+	// Transport is stdio (the default) or http.
+	Transport string `yaml:"transport"`
+	// Command starts a stdio server.
+	Command string `yaml:"command"`
+	// Args are Command's arguments, passed as they are, never expanded.
+	Args []string `yaml:"args"`
+	// Dir is a stdio server's working directory. Default: the agent's.
+	Dir string `yaml:"dir"`
 	// InheritEnv names the agent's variables the server sees besides PATH.
 	InheritEnv []string `yaml:"inherit_env"`
 	// Env sets variables; ${VAR} expands from the agent's environment.
 	Env map[string]string `yaml:"env"`
-	URL string            `yaml:"url"`
+	// URL is an http server's streamable HTTP endpoint.
+	URL string `yaml:"url"`
 	// Headers are sent to an http server; ${VAR} expands as in Env.
 	Headers map[string]string `yaml:"headers"`
-	// Allow and Deny are globs on the server's tool names.
-	Allow          []string  `yaml:"allow"`
-	Deny           []string  `yaml:"deny"`
+	// Allow are globs on the server's tool names (not namespaced): only the
+	// tools that match one are used. Default: every tool.
+	Allow []string `yaml:"allow"`
+	// Deny are globs on the server's tool names whose tools are never
+	// used, whatever Allow says. Default none.
+	Deny []string `yaml:"deny"`
+	// ConnectTimeout bounds starting the server, the handshake and the
+	// first tool listing. Default 10s.
 	ConnectTimeout *Duration `yaml:"connect_timeout"`
 }
 
 // ToolContractConfig is the local contract of a tool (or a glob of tools).
 type ToolContractConfig struct {
-	Tool     string    `yaml:"tool"`     // server__tool or a glob
-	Effect   string    `yaml:"effect"`   // read, write, destructive, external_send
-	Risk     string    `yaml:"risk"`     // low, high
-	Approval string    `yaml:"approval"` // none, mandatory
-	Timeout  *Duration `yaml:"timeout"`
+	// Tool is server__tool or a glob; an exact name beats a glob, and the
+	// longest glob wins.
+	Tool string `yaml:"tool"`
+	// Effect is read, write, destructive or external_send.
+	Effect string `yaml:"effect"`
+	// Risk is low or high.
+	Risk string `yaml:"risk"`
+	// Approval is none or mandatory.
+	Approval string `yaml:"approval"`
+	// Timeout bounds each call. Default 30s.
+	Timeout *Duration `yaml:"timeout"`
 	// Redact names arguments never stored, logged or shown.
 	Redact []string `yaml:"redact"`
 	// OutputSchema overrides the server's outputSchema.
@@ -377,6 +426,8 @@ type PushSettings struct {
 // SigningConfig lists the card's signing keys for rotation: every key is
 // published in the JWKS, the newest active one signs.
 type SigningConfig struct {
+	// Keys are the signing keys. Default: one Ed25519 key in
+	// DataDir/signing-key.jwk, made at the first start.
 	Keys []SigningKeyConfig `yaml:"keys"`
 	// RetiredKeep is how long a retired key stays published. Default 168h.
 	RetiredKeep *Duration `yaml:"retired_keep"`
@@ -384,6 +435,7 @@ type SigningConfig struct {
 
 // SigningKeyConfig is one private JWK file ("handoff keys gen" writes one).
 type SigningKeyConfig struct {
+	// File is the private JWK's path; required.
 	File string `yaml:"file"`
 	// NotBefore (RFC 3339) is when the key starts signing; publish a new key
 	// ahead of it so peers' cached JWKS already holds it.
@@ -421,9 +473,13 @@ type APIKeyConfig struct {
 // JWTIssuerConfig is one trusted JWT issuer. Exactly one of JWKSURL and
 // JWKSFile is set.
 type JWTIssuerConfig struct {
-	Issuer   string `yaml:"issuer"`
+	// Issuer is the iss claim a token must carry; required.
+	Issuer string `yaml:"issuer"`
+	// Audience must be in a token's aud claim; required.
 	Audience string `yaml:"audience"`
-	JWKSURL  string `yaml:"jwks_url"`
+	// JWKSURL is where the issuer's public keys are fetched.
+	JWKSURL string `yaml:"jwks_url"`
+	// JWKSFile is a file of the issuer's public keys.
 	JWKSFile string `yaml:"jwks_file"`
 	// JWKSMinRefresh is the least time between two fetches of jwks_url: a
 	// token whose key id is not cached refetches at most this often, and a
@@ -446,9 +502,12 @@ type ExtendedCardConfig struct {
 
 // DelegateConfig is the peer side of a delegated skill.
 type DelegateConfig struct {
-	// Skill is the peer skill's id; Tags narrow the choice of peer.
-	Skill string   `yaml:"skill"`
-	Tags  []string `yaml:"tags"`
+	// Skill is the peer skill's id; a verified peer that lists it is
+	// chosen. Required.
+	Skill string `yaml:"skill"`
+	// Tags narrow the choice of peer to those whose skill has all of them.
+	// Default none.
+	Tags []string `yaml:"tags"`
 	// Contract is the acceptance contract file (see the acceptance package).
 	Contract string `yaml:"contract"`
 	// Timeout is the delegation's deadline, sent in the envelope. Default 5m.
@@ -474,7 +533,10 @@ type DelegationConfig struct {
 }
 
 // Duration is a time.Duration written as in Go ("1m30s") in YAML.
-type Duration struct{ time.Duration }
+type Duration struct {
+	// Duration is the value read.
+	time.Duration
+}
 
 // UnmarshalYAML implements yaml.Unmarshaler. Its errors are
 // *yaml.TypeError, so that decoding goes on and reports the rest of the

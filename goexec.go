@@ -15,20 +15,6 @@ import (
 	"github.com/handoff-a2a/handoff/mcp"
 )
 
-// WithExecutor runs the skill skillID, declared with `executor: go` in the
-// config, with x: an executor written for a2a-go runs unchanged. Inside
-// Execute, x reaches the agent's MCP tools only through [Tools], which
-// governs every call. New fails when a `go` skill has no executor, or when
-// skillID names no `go` skill.
-func WithExecutor(skillID string, x a2asrv.AgentExecutor) Option {
-	return optionFunc(func(o *agentOptions) {
-		if o.executors == nil {
-			o.executors = map[string]a2asrv.AgentExecutor{}
-		}
-		o.executors[skillID] = x
-	})
-}
-
 // checkExecutors matches the Go executors given to New with the config's
 // `go` skills, naming each one that has no partner.
 func checkExecutors(c *Config, given map[string]a2asrv.AgentExecutor) error {
@@ -61,33 +47,6 @@ func allSkills(c *Config) []SkillConfig {
 	return all
 }
 
-// ErrApprovalRequired is wrapped by the error [ToolSet.Call] returns for a
-// call the agent's policy sends to an approver. An executor yields it (or
-// an error wrapping it) and stops: the task waits input-required with the
-// approval request, and Execute runs again once an approver answers.
-var ErrApprovalRequired = skill.ErrApprovalRequired
-
-// ErrNoTools is returned by a [ToolSet] outside a Go executor's Execute, or
-// in an agent without MCP servers.
-var ErrNoTools = skill.ErrNoTools
-
-// ApprovalRequiredError is the error [ToolSet.Call] returns for a call that
-// needs an approval; it wraps [ErrApprovalRequired].
-type ApprovalRequiredError struct {
-	// Request is what the approver is shown and must answer for.
-	Request *mcp.ApprovalRequest
-}
-
-func (e *ApprovalRequiredError) Error() string { return e.unwrapped().Error() }
-
-// Unwrap reaches [ErrApprovalRequired], through the error the Go executor's
-// runner turns into the task's input-required status with e.Request.
-func (e *ApprovalRequiredError) Unwrap() error { return e.unwrapped() }
-
-func (e *ApprovalRequiredError) unwrapped() *skill.ApprovalRequiredError {
-	return &skill.ApprovalRequiredError{Request: e.Request}
-}
-
 // ToolSet is the agent's MCP catalog as one task of a Go executor sees it.
 // Every call goes through the governed pipeline: the snapshot check, the
 // arguments against the tool's schema, the local contract and policy, an
@@ -114,10 +73,11 @@ type ToolResult struct {
 	// (validation_failed, permission_denied, timeout, unavailable_tool, ...).
 	Outcome mcp.Outcome
 	// StructuredContent is the tool's structured result, checked against its
-	// output schema; Text its text content. A contract's redacted values are
-	// masked in both.
+	// output schema. A contract's redacted values are masked in it.
 	StructuredContent any
-	Text              string
+	// Text is the tool's text content, its redacted values masked as in
+	// StructuredContent.
+	Text string
 	// Err says why the call did not succeed; nil on success.
 	Err error
 }
@@ -138,10 +98,6 @@ func (t *ToolSet) Call(ctx context.Context, tool string, args map[string]any) (*
 	}
 	return &ToolResult{Outcome: res.Outcome, StructuredContent: res.StructuredContent, Text: res.Text, Err: res.Err}, nil
 }
-
-// ErrNoDelegation is returned by [Delegate] outside a Go executor's
-// Execute, or in an agent without peers.
-var ErrNoDelegation = skill.ErrNoDelegation
 
 // Delegation is what [Delegate] returns: the acceptance gate's decision on
 // the peer's completion and, when it committed, the evidence.

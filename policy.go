@@ -33,13 +33,16 @@ type HookConfig struct {
 	// Point is pre_tool_call (a guard, fails closed) or post_tool_call
 	// (an observer, fails open).
 	Point string `yaml:"point"`
-	// Command and Args run the hook as a process, JSON on stdin.
-	Command string   `yaml:"command"`
-	Args    []string `yaml:"args"`
-	// Env and InheritEnv restrict its environment as an MCP stdio
-	// server's is: PATH, the inherited names, then Env.
-	Env        map[string]string `yaml:"env"`
-	InheritEnv []string          `yaml:"inherit_env"`
+	// Command runs the hook as a process, the event as JSON on its stdin.
+	Command string `yaml:"command"`
+	// Args are Command's arguments, passed as they are, never expanded.
+	Args []string `yaml:"args"`
+	// Env sets the process's variables; ${VAR} expands from the agent's
+	// environment, as an MCP stdio server's does.
+	Env map[string]string `yaml:"env"`
+	// InheritEnv names the agent's variables the process sees besides
+	// PATH; nothing else leaks. Default none.
+	InheritEnv []string `yaml:"inherit_env"`
 	// URL makes it an http hook: the event is POSTed as JSON.
 	URL string `yaml:"url"`
 	// Timeout bounds one run. Default 5s.

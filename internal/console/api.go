@@ -362,7 +362,3 @@ func (c *Console) writeA2AError(w http.ResponseWriter, op string, err error) {
 		writeError(w, http.StatusInternalServerError, op+" failed")
 	}
 }
-
-// ErrNoApproval is returned by [Approvals.Decide] when the task waits for
-// no approval the caller may answer.
-var ErrNoApproval = errors.New("the task waits for no approval this caller may answer")

@@ -49,16 +49,21 @@ type Approvals interface {
 // Approval is one call waiting for an approval, as the console shows it:
 // never its token.
 type Approval struct {
+	// TaskID is the task the call waits in.
 	TaskID a2a.TaskID `json:"task_id"`
-	// Tool is the namespaced tool; Effect and Risk are its local contract's.
-	Tool   string `json:"tool"`
+	// Tool is the namespaced tool (server__tool).
+	Tool string `json:"tool"`
+	// Effect is the tool's effect in its local contract (read, write,
+	// destructive, external_send).
 	Effect string `json:"effect,omitempty"`
-	Risk   string `json:"risk,omitempty"`
+	// Risk is the tool's risk in its local contract (low, high).
+	Risk string `json:"risk,omitempty"`
 	// Arguments are the canonical arguments, with redacted values replaced.
 	Arguments map[string]any `json:"arguments,omitempty"`
-	// RequestedBy is the task's owner (its principal), and Tenant its tenant.
+	// RequestedBy is the task's owner (its principal).
 	RequestedBy string `json:"requested_by"`
-	Tenant      string `json:"tenant,omitempty"`
+	// Tenant is the task's tenant; empty for none.
+	Tenant string `json:"tenant,omitempty"`
 	// Reason is why the call waits.
 	Reason string `json:"reason,omitempty"`
 	// Since is when the task started waiting.
@@ -81,15 +86,19 @@ type Decision struct {
 // Config is what a [Console] serves from. Tasks, Events, Approvals and
 // Authenticate are required; every report is optional.
 type Config struct {
-	Tasks     Tasks
-	Events    EventLog
+	// Tasks lists and reads the caller's tasks; required.
+	Tasks Tasks
+	// Events reads a task's event log; required.
+	Events EventLog
+	// Approvals lists the pending approvals and answers them; required.
 	Approvals Approvals
 	// Authenticate checks a credential as the agent checks its callers
 	// (*auth.Authenticator's method): a nil principal is an anonymous caller.
 	Authenticate func(r *http.Request) (*auth.Principal, error)
 	// APIKeyHeader is the header an API key travels in.
 	APIKeyHeader string
-	// IsApprover tells whether a principal may approve tool calls.
+	// IsApprover tells whether a principal may approve tool calls. Default:
+	// nobody may.
 	IsApprover func(principal string) bool
 	// Reports are the agent's read-only JSON handlers by name ("peers",
 	// "mcp", "push", "ledger", "audit", "delegations"), called with the
@@ -104,7 +113,9 @@ type Config struct {
 	Secure bool
 	// SessionTTL is how long a session lasts from sign-in. Default 8h.
 	SessionTTL time.Duration
-	Logger     *slog.Logger
+	// Logger hears of the console's failures, its approval decisions and
+	// refused sign-ins. Default slog.Default().
+	Logger *slog.Logger
 }
 
 // Console is the operator console of one agent. Make it with [New], mount

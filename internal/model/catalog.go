@@ -12,10 +12,14 @@ import (
 
 // Tool is one tool the caller may use: a catalog tool (server__tool) or a delegate skill.
 type Tool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
+	// Name is the catalog name (server__tool), or a delegate skill's id.
+	Name string `json:"name"`
+	// Description is the tool's description, offered to the model.
+	Description string `json:"description,omitempty"`
+	// InputSchema is the JSON Schema of the tool's arguments; empty takes any object.
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
-	Tags        []string        `json:"tags,omitempty"`
+	// Tags are keywords search_tools ranks by (a word in a tag counts 2).
+	Tags []string `json:"tags,omitempty"`
 	// Risk is the local contract's classification ("low", "high"), shown to no model.
 	Risk string `json:"risk,omitempty"`
 	// ReadOnly: the local contract says the tool only reads.
@@ -27,8 +31,10 @@ type Tool struct {
 // Snapshot is one version of the tools the caller may use, already intersected with the
 // caller's entitlements.
 type Snapshot struct {
+	// Version is the MCP catalog snapshot's version; empty without MCP servers.
 	Version string
-	Tools   []Tool
+	// Tools are the catalog's tools, then the delegate skills.
+	Tools []Tool
 }
 
 // Catalog resolves the current snapshot.
@@ -97,9 +103,13 @@ func EstimateTokens(tools []Tool) int {
 // SearchHit is one search_tools result: the full definition, so that no separate describe
 // step is needed.
 type SearchHit struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Tags        []string        `json:"tags,omitempty"`
+	// Name is the tool's name, for call_tool.
+	Name string `json:"name"`
+	// Description is the tool's description.
+	Description string `json:"description,omitempty"`
+	// Tags are the tool's tags.
+	Tags []string `json:"tags,omitempty"`
+	// InputSchema is the JSON Schema of the tool's arguments.
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
 }
 

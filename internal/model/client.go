@@ -13,9 +13,6 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 )
 
-// ErrNoChoices: the model answered with no choice to take.
-var ErrNoChoices = errors.New("the model answered with no choices")
-
 // Secret is an API key. It logs and prints as REDACTED.
 type Secret string
 
@@ -30,7 +27,9 @@ func (Secret) GoString() string { return "REDACTED" }
 
 // ToolDef is a function tool as offered to the model.
 type ToolDef struct {
-	Name        string
+	// Name is what the model calls the tool by.
+	Name string
+	// Description tells the model what the tool does.
 	Description string
 	// Parameters is the JSON Schema of the arguments, decoded.
 	Parameters map[string]any
@@ -38,14 +37,20 @@ type ToolDef struct {
 
 // Request is one model round trip's input.
 type Request struct {
+	// Messages are the conversation so far, the system message first.
 	Messages []Message
-	Tools    []ToolDef
+	// Tools are the tools offered for this round trip; none offers none.
+	Tools []ToolDef
 }
 
 // Reply is the model's answer: text, tool calls, or both.
 type Reply struct {
-	Content      string
-	ToolCalls    []ToolCall
+	// Content is the model's text; empty when it only calls tools.
+	Content string
+	// ToolCalls are the calls the model proposes; none ends the run.
+	ToolCalls []ToolCall
+	// FinishReason is the endpoint's finish_reason ("stop", "tool_calls",
+	// "length", ...).
 	FinishReason string
 	// Usage is what the endpoint says the round trip cost, zero when it
 	// does not say.

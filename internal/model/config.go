@@ -22,9 +22,13 @@ const (
 // endpoint. The API key is never in the config: APIKeyEnv names the environment variable the
 // composition root reads it from.
 type Endpoint struct {
-	Name    string `yaml:"name"`
+	// Name is what a skill's use names the endpoint by; required.
+	Name string `yaml:"name"`
+	// BaseURL is the endpoint's http(s) base; requests go to BaseURL/chat/completions.
+	// Required.
 	BaseURL string `yaml:"base_url"`
-	Model   string `yaml:"model"`
+	// Model is the model the requests ask for; required.
+	Model string `yaml:"model"`
 	// APIKeyEnv is optional: local servers (Ollama, llama.cpp) often want no key.
 	APIKeyEnv string `yaml:"api_key_env"`
 	// Timeout bounds each attempt; zero means [DefaultTimeout].
@@ -33,14 +37,6 @@ type Endpoint struct {
 	// nil means [DefaultMaxRetries], 0 means never.
 	MaxRetries *int `yaml:"max_retries"`
 }
-
-// FieldError is one config problem, named by its key relative to the struct validated
-// ("base_url", "tools[1]"), so that the config loader can prefix the path and add the line.
-type FieldError struct {
-	Field, Msg string
-}
-
-func (e FieldError) Error() string { return e.Field + ": " + e.Msg }
 
 var (
 	// envName is a portable environment variable name.
@@ -98,8 +94,10 @@ func (e Endpoint) maxRetries() int {
 type SkillConfig struct {
 	// Use names an [Endpoint].
 	Use string `yaml:"use"`
-	// Instructions or InstructionsFile (one of them) is the system prompt.
-	Instructions     string `yaml:"instructions"`
+	// Instructions is the system prompt; it or InstructionsFile is required.
+	Instructions string `yaml:"instructions"`
+	// InstructionsFile is a file holding the system prompt, relative to the config file; the
+	// composition root reads it into Instructions.
 	InstructionsFile string `yaml:"instructions_file"`
 	// Tools are globs (path.Match syntax) over catalog names server__tool; nothing else is
 	// visible.
@@ -107,10 +105,16 @@ type SkillConfig struct {
 	// Delegates are local delegate skills offered as tools.
 	Delegates []string `yaml:"delegates"`
 	// SkillsDir holds Agent Skills (<name>/SKILL.md).
-	SkillsDir          string `yaml:"skills_dir"`
-	MaxTurns           int    `yaml:"max_turns"`
-	MaxToolCalls       int    `yaml:"max_tool_calls"`
-	SchemaBudgetTokens int    `yaml:"schema_budget_tokens"`
+	SkillsDir string `yaml:"skills_dir"`
+	// MaxTurns bounds the model round trips of one task; zero means [DefaultMaxTurns].
+	MaxTurns int `yaml:"max_turns"`
+	// MaxToolCalls bounds the proposed calls of catalog tools and delegates of one task;
+	// zero means [DefaultMaxToolCalls].
+	MaxToolCalls int `yaml:"max_tool_calls"`
+	// SchemaBudgetTokens is the size (at four bytes a token) the visible tools' definitions
+	// may take before the model gets search_tools and call_tool instead of every schema;
+	// zero means [DefaultSchemaBudgetTokens].
+	SchemaBudgetTokens int `yaml:"schema_budget_tokens"`
 }
 
 // Validate reports every problem of s. endpoints are the names of the configured models.

@@ -29,8 +29,12 @@ const (
 // Message is one chat message as the loop stores it. It is converted to the wire format on
 // every request, so the stored form does not depend on the client library.
 type Message struct {
-	Role      Role       `json:"role"`
-	Content   string     `json:"content,omitempty"`
+	// Role is who wrote the message.
+	Role Role `json:"role"`
+	// Content is its text: the instructions, the user's input, the model's answer, or a tool
+	// message's rendered [Observation].
+	Content string `json:"content,omitempty"`
+	// ToolCalls are the calls an assistant message proposes.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ToolCallID correlates a tool message with the call it answers.
 	ToolCallID string `json:"tool_call_id,omitempty"`
@@ -39,21 +43,28 @@ type Message struct {
 // ToolCall is one call the model proposed: its id, the tool's name and the arguments exactly
 // as the model wrote them.
 type ToolCall struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
+	// ID is the model's id for the call; the tool message that answers it carries it.
+	ID string `json:"id"`
+	// Name is the tool the model named, visible or not.
+	Name string `json:"name"`
+	// Arguments are the arguments' JSON text as the model wrote it, not yet parsed.
 	Arguments string `json:"arguments"`
 }
 
 // Visibility records why one tool is visible to this task.
 type Visibility struct {
-	Name   string `json:"name"`
+	// Name is the visible tool's name.
+	Name string `json:"name"`
+	// Reason says which of the skill's tools globs or delegates made it visible.
 	Reason string `json:"reason"`
 }
 
 // CallRecord is what became of one proposed call.
 type CallRecord struct {
-	ID   string `json:"id"`
-	Turn int    `json:"turn"`
+	// ID is the model's tool call id ([ToolCall.ID]).
+	ID string `json:"id"`
+	// Turn is the model round trip, counted from 1, that proposed the call.
+	Turn int `json:"turn"`
 	// Name is the tool the call named (for call_tool, the tool it wrapped).
 	Name string `json:"name"`
 	// Arguments are the arguments after coercion, when they parsed.
@@ -67,8 +78,10 @@ type CallRecord struct {
 
 // Pending is a call waiting for an approval.
 type Pending struct {
+	// CallID is the waiting call's tool call id ([ToolCall.ID]).
 	CallID string `json:"call_id"`
-	Tool   string `json:"tool"`
+	// Tool is the tool the waiting call names (for call_tool, the tool it wraps).
+	Tool string `json:"tool"`
 	// Request is what the caller asked the approver (its approval_request), opaque here.
 	Request json.RawMessage `json:"request,omitempty"`
 }
@@ -76,25 +89,36 @@ type Pending struct {
 // Conversation is a model skill's durable state: everything a Run needs to resume after a
 // restart. It is plain JSON.
 type Conversation struct {
-	// Mode and Snapshot are decided by Start and never change.
-	Mode     Mode   `json:"mode"`
+	// Mode is decided by Start and never changes, so the tools the model is offered keep
+	// their shape for the whole task.
+	Mode Mode `json:"mode"`
+	// Snapshot is the version of the catalog snapshot the last step resolved: Start sets it,
+	// and every Run records the snapshot it plans against.
 	Snapshot string `json:"snapshot"`
 	// Visible is the visible set of the snapshot, with the reason for each tool.
-	Visible  []Visibility `json:"visible"`
-	Messages []Message    `json:"messages"`
-	Calls    []CallRecord `json:"calls,omitempty"`
-	// Turns counts model round trips; ToolCalls counts proposed calls of catalog tools and
-	// delegates (built-in tools are not counted).
-	Turns     int `json:"turns"`
+	Visible []Visibility `json:"visible"`
+	// Messages are the conversation so far: the instructions, the user's input, then the
+	// model's turns and one tool message for each call.
+	Messages []Message `json:"messages"`
+	// Calls are what became of the proposed calls, in the order they were proposed.
+	Calls []CallRecord `json:"calls,omitempty"`
+	// Turns counts model round trips.
+	Turns int `json:"turns"`
+	// ToolCalls counts proposed calls of catalog tools and delegates (built-in tools are not
+	// counted), for max_tool_calls.
 	ToolCalls int `json:"tool_calls"`
 	// Activated are the SKILL.md skills whose body is in Messages.
 	Activated []string `json:"activated,omitempty"`
-	Pending   *Pending `json:"pending,omitempty"`
-	// Result is the submit_result arguments waiting for the output gate; Rejections counts
-	// the gate's rejections sent back.
-	Result     json.RawMessage `json:"result,omitempty"`
-	ResultCall string          `json:"result_call,omitempty"`
-	Rejections int             `json:"rejections,omitempty"`
+	// Pending is the call waiting for an approval; nil when none waits.
+	Pending *Pending `json:"pending,omitempty"`
+	// Result is the submit_result arguments waiting for the output gate.
+	Result json.RawMessage `json:"result,omitempty"`
+	// ResultCall is the tool call id of the submit_result call that holds Result: a
+	// rejection answers it.
+	ResultCall string `json:"result_call,omitempty"`
+	// Rejections counts the gate's rejections sent back to the model (one at most before
+	// [ErrNotCommitted]).
+	Rejections int `json:"rejections,omitempty"`
 }
 
 // record returns the call record of id, or nil.

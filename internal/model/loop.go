@@ -20,33 +20,12 @@ const (
 	NameSubmitResult  = "submit_result"
 )
 
-var (
-	// ErrApprovalRequired is what a [Caller] returns (wrapped, or as an [*ApprovalError]) when
-	// a call waits for an approver.
-	ErrApprovalRequired = errors.New("the call needs an approval")
-	// ErrMaxTurns: the model was still calling tools after max_turns round trips.
-	ErrMaxTurns = errors.New("the model did not finish within max_turns")
-	// ErrNoResult: a skill with an output schema got a text answer instead of submit_result.
-	ErrNoResult = errors.New("the model answered without calling submit_result")
-	// ErrNotCommitted: the output gate rejected the result after its reasons were sent back once.
-	ErrNotCommitted = errors.New("not committed")
-)
-
-// ApprovalError is a call waiting for an approver; Request is shown to the approver.
-type ApprovalError struct {
-	Request json.RawMessage
-}
-
-func (e *ApprovalError) Error() string { return ErrApprovalRequired.Error() }
-
-// Is makes errors.Is(err, ErrApprovalRequired) true.
-func (e *ApprovalError) Is(target error) bool { return target == ErrApprovalRequired }
-
 // Call is one validated call the loop asks the caller to run.
 type Call struct {
 	// ID is the model's tool call id, stable across restarts: the caller derives its
 	// idempotency key from it.
-	ID   string
+	ID string
+	// Tool is the visible tool the call runs.
 	Tool Tool
 	// Arguments are the coerced, schema-valid arguments.
 	Arguments json.RawMessage
@@ -90,36 +69,15 @@ const (
 
 // Outcome is a Run's ending.
 type Outcome struct {
-	Status  Status
-	Text    string
-	Result  json.RawMessage
+	// Status is how the run ended.
+	Status Status
+	// Text is the model's answer, for [StatusCompleted].
+	Text string
+	// Result is the submitted result, for [StatusSubmitted].
+	Result json.RawMessage
+	// Pending is the call waiting for an approver, for [StatusNeedsApproval].
 	Pending *Pending
 }
-
-// Option configures a [Loop].
-type Option interface{ apply(*Loop) }
-
-type optionFunc func(*Loop)
-
-func (f optionFunc) apply(l *Loop) { f(l) }
-
-// WithSkills offers Agent Skills by name and description, loaded by activate_skill. By
-// default there are none and activate_skill is not offered.
-func WithSkills(s []Skill) Option { return optionFunc(func(l *Loop) { l.skills = s }) }
-
-// WithOutputSchema makes the skill finish through submit_result, whose parameters are schema.
-// By default the model's text answer is the result.
-func WithOutputSchema(schema json.RawMessage) Option {
-	return optionFunc(func(l *Loop) { l.outputRaw = schema })
-}
-
-// WithProgress reports short status lines (the tool called, why one was refused), never the
-// model's text. By default nothing is reported.
-func WithProgress(f func(string)) Option { return optionFunc(func(l *Loop) { l.progress = f }) }
-
-// WithObservationLimit bounds a rendered observation; the default is
-// [DefaultObservationLimit] bytes.
-func WithObservationLimit(n int) Option { return optionFunc(func(l *Loop) { l.obsLimit = n }) }
 
 // Loop runs one model skill's conversations. It is safe for concurrent use by many tasks.
 type Loop struct {
@@ -141,9 +99,12 @@ type Loop struct {
 // Env is what one task's run is bound to: the catalog as its caller may see it, the governed
 // pipeline acting for that caller, and the task's state store.
 type Env struct {
+	// Catalog resolves the snapshot of the tools the task's caller may use.
 	Catalog Catalog
-	Caller  Caller
-	Saver   Saver
+	// Caller runs each call through the governed pipeline as the task's caller.
+	Caller Caller
+	// Saver stores the task's conversation after every step.
+	Saver Saver
 }
 
 // run is one task's step of a Loop.

@@ -22,13 +22,17 @@ const (
 
 // Observation is what the model sees of a call: a normalised result, never the raw payload.
 type Observation struct {
+	// Status is [ObservationSuccess] or [ObservationError].
 	Status string `json:"status"`
 	// Output is the structured result (or its text as a JSON string).
-	Output     json.RawMessage `json:"output,omitempty"`
-	ErrorClass string          `json:"error_class,omitempty"`
+	Output json.RawMessage `json:"output,omitempty"`
+	// ErrorClass says why a call did not succeed: one of the loop's Class* values, or the
+	// pipeline's outcome (permission_denied, timeout, tool_error, ...); empty on success.
+	ErrorClass string `json:"error_class,omitempty"`
 	// Error is a message safe to show the model.
-	Error     string `json:"error,omitempty"`
-	Truncated bool   `json:"truncated,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Truncated: Output (then Error) was cut to fit the observation limit.
+	Truncated bool `json:"truncated,omitempty"`
 	// ArtifactRef points at the full result the caller kept, when Output is not all of it.
 	ArtifactRef string `json:"artifact_ref,omitempty"`
 }

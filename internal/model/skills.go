@@ -13,9 +13,14 @@ import (
 // Skill is one Agent Skill: a directory <name>/SKILL.md with YAML frontmatter. Only Name and
 // Description are in the first request; activate_skill puts Body into the conversation.
 type Skill struct {
-	Name        string
+	// Name is the frontmatter's name, equal to the skill's directory name: lowercase
+	// letters, digits and single hyphens, at most 64.
+	Name string
+	// Description is the frontmatter's description, offered in the system message.
 	Description string
-	Body        string
+	// Body is the text after the frontmatter, which activate_skill puts into the
+	// conversation.
+	Body string
 }
 
 // LoadSkills reads every <dir>/SKILL.md of fsys (the skill's skills_dir, opened by the

@@ -54,9 +54,10 @@ type Index interface {
 
 // DelegateSpec is a delegate skill's peer side, its defaults applied.
 type DelegateSpec struct {
-	// Skill is the peer skill's id; Tags narrow the choice of peer.
+	// Skill is the peer skill's id.
 	Skill string
-	Tags  []string
+	// Tags narrow the choice of peer to those whose skill has all of them.
+	Tags []string
 	// Scopes are asked of the peer in the envelope.
 	Scopes []string
 	// Timeout is the delegation's deadline, sent in the envelope.

@@ -48,7 +48,10 @@ type ModelSpec struct {
 	// ApprovalWhen, when set, sends a submitted result that matches it to an
 	// approver (one IsApprover accepts) before the gate and the task's end.
 	ApprovalWhen *ApprovalWhen
-	IsApprover   func(principal string) bool
+	// IsApprover reports whether principal ("key:NAME", "jwt:ISSUER#SUBJECT")
+	// may approve; nil: nobody may, so a result ApprovalWhen matches waits
+	// for an approval that never counts.
+	IsApprover func(principal string) bool
 }
 
 // Model fulfils a skill with a model loop ([model.Loop]) over the agent's

@@ -151,10 +151,11 @@ type ToolResult struct {
 	// Outcome is how the call ended: mcp.OutcomeSuccess, or why not.
 	Outcome mcp.Outcome
 	// StructuredContent is the tool's structured result, checked against its
-	// output schema; Text its text content. A contract's redacted values are
-	// masked in both.
+	// output schema. A contract's redacted values are masked in it.
 	StructuredContent any
-	Text              string
+	// Text is the tool's text content, its redacted values masked as in
+	// StructuredContent.
+	Text string
 	// Err says why the call did not succeed; nil on success.
 	Err error
 }
