@@ -40,13 +40,13 @@ func buildMCPServer(t *testing.T) string {
 	return bin
 }
 
-// startHTTPMCPServer runs the example MCP server on streamable HTTP and
-// returns its endpoint once it accepts connections.
-func startHTTPMCPServer(t *testing.T, bin string) string {
+// startHTTPMCPServer runs the example MCP server on streamable HTTP, with
+// args, and returns its endpoint once it accepts connections.
+func startHTTPMCPServer(t *testing.T, bin string, args ...string) string {
 	t.Helper()
 	addr := freeAddr(t)
 	logs := &syncBuffer{}
-	cmd := exec.Command(bin, "--http", addr)
+	cmd := exec.Command(bin, append([]string{"--http", addr}, args...)...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start the MCP server: %v", err)

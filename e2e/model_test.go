@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -135,36 +134,7 @@ func (r chatRequest) lastTool() string {
 func startEventsMCPServer(t *testing.T, bin string, args ...string) (endpoint, events string) {
 	t.Helper()
 	events = filepath.Join(t.TempDir(), "events")
-	addr := freeAddr(t)
-	logs := &syncBuffer{}
-	cmd := exec.Command(bin, append([]string{"--http", addr, "--events", events}, args...)...)
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start the MCP server: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(exitTimeout):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			conn.Close()
-			return "http://" + addr + "/mcp", events
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the MCP server on %s never listened: %v %s", addr, err, logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return startHTTPMCPServer(t, bin, append([]string{"--events", events}, args...)...), events
 }
 
 // startsOf counts the calls of tool the MCP server's events file records.
