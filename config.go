@@ -220,7 +220,7 @@ type SkillConfig struct {
 	// Output gates the skill's own result before its task completes: a
 	// JSON Schema, and an acceptance contract (the delegation contracts'
 	// format) whose checks and verifiers the result must pass; a committed
-	// result enters the ledger. Only model skills take it so far.
+	// result enters the ledger. Model, go, mcp and delegate skills take it.
 	Output *OutputConfig `yaml:"output"`
 	// ApprovalWhen is a CEL condition over the result (result.amount > 100)
 	// that sends a result to an approver before its task completes. It
@@ -230,11 +230,13 @@ type SkillConfig struct {
 
 // OutputConfig is a skill's output gate.
 type OutputConfig struct {
-	// Schema is the result's JSON Schema; a model skill finishes by calling
-	// submit_result with it as the parameters.
+	// Schema is the result's JSON Schema; required. A model skill finishes
+	// by calling submit_result with it as the parameters; another skill's
+	// result (its artifacts' first data part, else their text) must match it.
 	Schema map[string]any `yaml:"schema"`
 	// Contract is an acceptance contract file for the skill (relative to the
-	// config file); its artifact "result" is the result. Optional.
+	// config file); its artifact "result" is the result, and the task's
+	// other artifacts are there by their names. Optional.
 	Contract string `yaml:"contract"`
 }
 
@@ -972,10 +974,14 @@ func (c *Config) validate(doc *yaml.Node) error {
 			}
 			if o := s.Output; o != nil {
 				switch {
-				case s.Executor != "model":
-					bad(key+".output", "only model skills have an output gate so far")
+				case s.Executor == "tck":
+					bad(key+".output", "a tck skill has no output gate (model, go, mcp and delegate skills do)")
 				case o.Schema == nil:
 					bad(key+".output.schema", "is required")
+				default:
+					if _, err := skill.CompileOutputSchema(o.Schema); err != nil {
+						bad(key+".output.schema", "%v", err)
+					}
 				}
 				if o.Contract != "" {
 					if st, err := os.Stat(c.relative(o.Contract)); err != nil || st.IsDir() {

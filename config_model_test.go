@@ -63,7 +63,7 @@ func TestParseModelConfigErrors(t *testing.T) {
 		{"missing instructions file", strings.Replace(modelConfig, "instructions: Keep notes.", "instructions_file: nope.md", 1),
 			[]string{"agent.yaml:10: skills[0].model.instructions_file:", "nope.md is not a readable file"}},
 		{"output on a tck skill", strings.Replace(modelConfig, "    executor: model\n    model:\n      use: local\n      instructions: Keep notes.\n      tools: [\"notes__*\"]\n",
-			"    executor: tck\n    output: {schema: {type: object}}\n", 1), []string{"agent.yaml:8: skills[0].output:", "only model skills"}},
+			"    executor: tck\n    output: {schema: {type: object}}\n", 1), []string{"agent.yaml:8: skills[0].output:", "a tck skill has no output gate"}},
 		{"output without schema", strings.Replace(modelConfig, "    executor: model\n", "    executor: model\n    output: {contract: c.yaml}\n", 1),
 			[]string{"skills[0].output.schema: is required", "agent.yaml:8: skills[0].output.contract:", "c.yaml is not a readable file"}},
 		{"approval_when without output", strings.Replace(modelConfig, "    executor: model\n", "    executor: model\n    approval_when: result.n > 1\n", 1),

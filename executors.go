@@ -21,9 +21,9 @@ const (
 )
 
 // newSkillRouter builds the engine's executor: each of the config's skills
-// with the executor it names. t is nil without MCP servers, d without
-// delegate skills, m without model skills; goExecs are the program's own
-// (WithExecutor).
+// with the executor it names, inside its output gate when it has one. t is
+// nil without MCP servers, d without delegate skills, m without model
+// skills and output gates; goExecs are the program's own (WithExecutor).
 func newSkillRouter(c *Config, t *tools, d *delegating, m *modelSkills, goExecs map[string]a2asrv.AgentExecutor) *skill.Router {
 	var out *skill.Outbound
 	if d != nil {
@@ -42,11 +42,11 @@ func newSkillRouter(c *Config, t *tools, d *delegating, m *modelSkills, goExecs 
 		case "tck":
 			x = tck.New()
 		case "mcp":
-			x = skill.NewTool(s.ID, s.Tool, *t.governed())
+			x = m.output(s.ID, skill.NewTool(s.ID, s.Tool, *t.governed()), out)
 		case "delegate":
-			x = skill.NewDelegate(s.ID, delegates[s.ID], out)
+			x = m.output(s.ID, skill.NewDelegate(s.ID, delegates[s.ID], out), out)
 		case "go":
-			x = skill.NewProgram(s.ID, goExecs[s.ID], t.governed(), out, delegates)
+			x = m.output(s.ID, skill.NewProgram(s.ID, goExecs[s.ID], t.governed(), out, delegates), out)
 		case "model":
 			x = skill.NewModel(s.ID, m.specs[s.ID], t.governed(), out, delegates)
 		}

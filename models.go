@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/handoff-a2a/handoff/internal/datadir"
@@ -18,11 +19,14 @@ import (
 	"github.com/handoff-a2a/handoff/mcp"
 )
 
-// modelSkills is the agent's model side: each model skill's loop spec, by
-// skill id, and the executor state their conversations are kept in.
+// modelSkills is the agent's model side and its output gates: each model
+// skill's loop spec and each other skill's output gate, by skill id, and
+// the executor state their conversations and waiting results are kept in.
 type modelSkills struct {
 	specs map[string]skill.ModelSpec
-	state executorState
+	// outputs are the output gates of the go, mcp and delegate skills.
+	outputs map[string]skill.OutputSpec
+	state   executorState
 }
 
 // executorState is the executors' private task state with its Close: bbolt
@@ -35,17 +39,27 @@ type executorState interface {
 // newModelSkills builds every model skill's spec from the config: the
 // endpoint's client (its API key read from the variable api_key_env
 // names, and only there), the instructions (instructions_file read beside
-// the config file), the Agent Skills of skills_dir. nil when no skill has
-// executor: model. rdb is the task store's Redis, nil on the embedded
-// store; isApprover says who may approve a result approval_when holds.
+// the config file), the Agent Skills of skills_dir; and the output gate of
+// every other skill with an output section. nil when no skill has
+// executor: model or an output gate. rdb is the task store's Redis, nil on
+// the embedded store; isApprover says who may approve a result
+// approval_when holds.
 func newModelSkills(c *Config, rdb redis.UniversalClient, log *slog.Logger, isApprover func(string) bool, obs *metrics.Registry) (*modelSkills, error) {
 	var skills []SkillConfig
+	outputs := map[string]skill.OutputSpec{}
 	for _, s := range allSkills(c) {
-		if s.Executor == "model" && s.Model != nil {
+		switch {
+		case s.Executor == "model" && s.Model != nil:
 			skills = append(skills, s)
+		case s.Output != nil:
+			spec, err := outputSpec(c, s, isApprover)
+			if err != nil {
+				return nil, err
+			}
+			outputs[s.ID] = spec
 		}
 	}
-	if len(skills) == 0 {
+	if len(skills) == 0 && len(outputs) == 0 {
 		return nil, nil
 	}
 	clients := map[string]model.Completer{}
@@ -72,7 +86,7 @@ func newModelSkills(c *Config, rdb redis.UniversalClient, log *slog.Logger, isAp
 			descriptions[s.ID] = s.Description
 		}
 	}
-	ms := &modelSkills{specs: map[string]skill.ModelSpec{}}
+	ms := &modelSkills{specs: map[string]skill.ModelSpec{}, outputs: outputs}
 	var err error
 	for _, s := range skills {
 		cfg := *s.Model
@@ -122,7 +136,41 @@ func newModelSkills(c *Config, rdb redis.UniversalClient, log *slog.Logger, isAp
 		spec.State = ms.state
 		ms.specs[id] = spec
 	}
+	for id, spec := range ms.outputs {
+		spec.State = ms.state
+		ms.outputs[id] = spec
+	}
 	return ms, nil
+}
+
+// outputSpec is the output gate of the go, mcp or delegate skill s.
+func outputSpec(c *Config, s SkillConfig, isApprover func(string) bool) (skill.OutputSpec, error) {
+	var spec skill.OutputSpec
+	var err error
+	if spec.Schema, err = skill.CompileOutputSchema(s.Output.Schema); err != nil {
+		return spec, fmt.Errorf("%s: skill %s: output.schema: %w", c.path, s.ID, err)
+	}
+	spec.Gated = s.Output.Contract != ""
+	if s.ApprovalWhen != "" {
+		if spec.ApprovalWhen, err = skill.CompileApprovalWhen(s.ApprovalWhen); err != nil {
+			return spec, fmt.Errorf("%s: skill %s: approval_when: %w", c.path, s.ID, err)
+		}
+		spec.IsApprover = isApprover
+	}
+	return spec, nil
+}
+
+// output wraps x, the executor of skill id, in its output gate, if the
+// skill has one; m may be nil.
+func (m *modelSkills) output(id string, x a2asrv.AgentExecutor, out *skill.Outbound) a2asrv.AgentExecutor {
+	if m == nil {
+		return x
+	}
+	spec, ok := m.outputs[id]
+	if !ok {
+		return x
+	}
+	return skill.NewOutput(id, x, spec, out)
 }
 
 // turnBound is how long one model round trip to e may take: its timeout

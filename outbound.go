@@ -54,18 +54,10 @@ func openLedger(c *Config, rdb redis.UniversalClient) (commitLedger, error) {
 // otherwise. rdb is the task store's Redis, nil on the embedded store; log
 // hears of peers refused or unreachable, and of each delegation's end.
 func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Logger, self func() delegation.Hop, tel telemetry) (*delegating, error) {
-	var contracts []*acceptance.Contract
-	for _, s := range allSkills(c) {
-		var file string
-		switch {
-		case s.Delegate != nil:
-			file = s.Delegate.Contract
-		case s.Output != nil && s.Output.Contract != "":
-			// A model skill's own results pass the same gate, into the same ledger.
-			file = c.relative(s.Output.Contract)
-		default:
-			continue
-		}
+	// The skills' own results (output.contract) pass a gate of their own,
+	// into the same ledger: a delegate skill may have both contracts.
+	var contracts, outputs []*acceptance.Contract
+	load := func(s SkillConfig, file string) (*acceptance.Contract, error) {
 		ct, err := acceptance.LoadContract(file)
 		if err != nil {
 			return nil, fmt.Errorf("%s: skill %s: %w", c.path, s.ID, err)
@@ -73,9 +65,25 @@ func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Log
 		if ct.Skill != s.ID {
 			return nil, fmt.Errorf("%s: skill %s: contract %s is for skill %q", c.path, s.ID, file, ct.Skill)
 		}
-		contracts = append(contracts, ct)
+		return ct, nil
 	}
-	if len(contracts) == 0 {
+	for _, s := range allSkills(c) {
+		if s.Delegate != nil {
+			ct, err := load(s, s.Delegate.Contract)
+			if err != nil {
+				return nil, err
+			}
+			contracts = append(contracts, ct)
+		}
+		if s.Output != nil && s.Output.Contract != "" {
+			ct, err := load(s, c.relative(s.Output.Contract))
+			if err != nil {
+				return nil, err
+			}
+			outputs = append(outputs, ct)
+		}
+	}
+	if len(contracts) == 0 && len(outputs) == 0 {
 		return nil, nil
 	}
 	dir, err := NewPeerDirectory(c, delegation.WithLogger(log))
@@ -95,6 +103,13 @@ func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Log
 		ledger.Close()
 		return nil, fmt.Errorf("%s: %w", c.path, err)
 	}
+	var results *acceptance.Gate
+	if len(outputs) > 0 {
+		if results, err = acceptance.NewGate(outputs, ledger, skill.GateTools(t.governed())); err != nil {
+			ledger.Close()
+			return nil, fmt.Errorf("%s: %w", c.path, err)
+		}
+	}
 	d := &delegating{ledger: ledger, artifacts: arts}
 	var index skill.Index = ledger
 	if tel.metrics != nil {
@@ -104,7 +119,7 @@ func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Log
 	if tel.tracing != nil { // each request to a peer a span, its traceparent sent on
 		sopts = append(sopts, delegation.WithTransport(tel.tracing.Transport(nil)))
 	}
-	d.out = &skill.Outbound{Peers: dir, Sender: delegation.NewSender(sopts...), Gate: gate, Index: index, Artifacts: arts,
+	d.out = &skill.Outbound{Peers: dir, Sender: delegation.NewSender(sopts...), Gate: gate, Results: results, Index: index, Artifacts: arts,
 		Self: self, BlobURL: d.blobURL, Log: log}
 	return d, nil
 }

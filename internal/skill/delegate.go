@@ -31,6 +31,9 @@ type Outbound struct {
 	Sender *delegation.Sender
 	// Gate decides on each peer's end; it writes the ledger.
 	Gate *acceptance.Gate
+	// Results decides on the skills' own results by their output
+	// contracts, into the same ledger; nil when no skill has one.
+	Results *acceptance.Gate
 	// Index is the ledger's index of delegations, written as each goes.
 	Index Index
 	// Artifacts holds the peers' artifacts by digest, each bounded in size:

@@ -41,7 +41,7 @@ type ModelSpec struct {
 	// Output is the result's JSON Schema: the model finishes by calling
 	// submit_result with it. Nil: the model's text answer is the result.
 	Output json.RawMessage
-	// Gated: the skill's acceptance contract (in [Outbound.Gate], under the
+	// Gated: the skill's output contract (in [Outbound.Results], under the
 	// skill's id) decides on each submitted result, and a committed one
 	// enters the ledger; a rejected one goes back to the model once.
 	Gated bool
@@ -238,7 +238,11 @@ func (x *Model) run(ctx context.Context, ec *a2asrv.ExecutorContext, conv *model
 	// the model once, and the loop goes on from there.
 	var committed string
 	for err == nil && out.Status == model.StatusSubmitted && !stopped && !caps.stopped {
-		if wait := x.resultWaits(ctx, ec, conv, out.Result, approval); wait != nil {
+		var wait *model.Pending
+		if wait, err = x.resultWaits(ctx, ec, conv, out.Result, approval); err != nil {
+			break
+		}
+		if wait != nil {
 			conv.Pending = wait
 			if err = env.Saver.Save(ctx, conv); err != nil {
 				break
@@ -256,7 +260,8 @@ func (x *Model) run(ctx context.Context, ec *a2asrv.ExecutorContext, conv *model
 			break
 		}
 		var reasons []string
-		if committed, reasons, err = x.gate(ctx, ec, out.Result); err != nil || reasons == nil {
+		// Keyed by the task's id: a restart that asks again finds the same ledger entry.
+		if committed, reasons, err = gateResult(ctx, x.out, x.id, string(ec.TaskID), out.Result, nil); err != nil || reasons == nil {
 			break
 		}
 		approval = nil // it approved the rejected result, not the next one
@@ -305,64 +310,46 @@ func (x *Model) run(ctx context.Context, ec *a2asrv.ExecutorContext, conv *model
 }
 
 // resultWaits returns what a submitted result waits for when it matches
-// the skill's approval_when and approval does not approve it (an approver's
-// answer to its request: same digest and token), or nil.
-func (x *Model) resultWaits(ctx context.Context, ec *a2asrv.ExecutorContext, conv *model.Conversation, result json.RawMessage, approval *mcp.Approval) *model.Pending {
+// the skill's approval_when and neither approval approves it (an
+// approver's answer to its request: same digest and token) nor an earlier
+// one did (its digest kept in the state, so that a restart between the
+// approval and the task's end does not ask again), or nil.
+func (x *Model) resultWaits(ctx context.Context, ec *a2asrv.ExecutorContext, conv *model.Conversation, result json.RawMessage, approval *mcp.Approval) (*model.Pending, error) {
 	if x.spec.ApprovalWhen == nil {
-		return nil
+		return nil, nil
 	}
 	var v any
 	if json.Unmarshal(result, &v) != nil || !x.spec.ApprovalWhen.Match(ctx, v) {
-		return nil
+		return nil, nil
 	}
 	reason := "the result matches approval_when: " + x.spec.ApprovalWhen.text
 	req := resultApproval(string(ec.TaskID), result, reason)
+	approved, err := x.spec.State.Load(ctx, approvedKey(ec.TaskID))
+	if err != nil {
+		return nil, err
+	}
+	if string(approved) == req.Digest {
+		return nil, nil
+	}
 	if approval != nil && approval.Tool == req.Tool {
 		if approval.Digest == req.Digest && approval.Token == req.Token && x.spec.IsApprover != nil && x.spec.IsApprover(approval.Approver) {
-			return nil
+			if err := x.spec.State.Save(ctx, approvedKey(ec.TaskID), []byte(req.Digest)); err != nil {
+				return nil, err
+			}
+			return nil, nil
 		}
 		req.Reason = "the approval does not match this result or does not come from an approver; " + reason
 	}
 	b, _ := json.Marshal(req)
-	return &model.Pending{CallID: conv.ResultCall, Tool: req.Tool, Request: b}
+	return &model.Pending{CallID: conv.ResultCall, Tool: req.Tool, Request: b}, nil
 }
+
+// approvedKey is where the digest of a task's approved result is kept.
+func approvedKey(id a2a.TaskID) string { return "approved/" + string(id) }
 
 // resultArtifact names a submitted result, in the task and in the output
 // contract (its artifacts and evidence).
 const resultArtifact = "result"
-
-// gate asks the acceptance gate about a submitted result, as the skill's
-// own completion (keyed by the task's id, so a restart that asks again
-// finds the same ledger entry). It returns the status text of a commit, or
-// the reasons of a refusal; an error means the gate could not decide.
-func (x *Model) gate(ctx context.Context, ec *a2asrv.ExecutorContext, result json.RawMessage) (string, []string, error) {
-	if x.out == nil {
-		return "", nil, errors.New("the output gate is not configured")
-	}
-	var v any
-	if err := json.Unmarshal(result, &v); err != nil {
-		return "", nil, fmt.Errorf("decode the result: %w", err)
-	}
-	art := &a2a.Artifact{ID: a2a.NewArtifactID(), Name: resultArtifact, Parts: a2a.ContentParts{a2a.NewDataPart(v)}}
-	d, err := x.out.Gate.Decide(ctx, x.id, acceptance.Completion{DelegationID: string(ec.TaskID),
-		RemoteState: a2a.TaskStateCompleted, Artifacts: []*a2a.Artifact{art}})
-	if err != nil {
-		return "", nil, fmt.Errorf("the output gate could not decide: %w", err)
-	}
-	if d.Outcome == acceptance.Committed {
-		return "Committed: the result passed the contract (" + reasons(d) + ").", nil, nil
-	}
-	var out []string
-	for _, c := range d.Reasons {
-		if !c.Passed {
-			out = append(out, strings.TrimSuffix(c.Name+": "+c.Reason, ": "))
-		}
-	}
-	if len(out) == 0 {
-		out = []string{d.Outcome.String()}
-	}
-	return "", out, nil
-}
 
 // fail ends the task failed with a status message saying which limit or
 // which fault ended the loop; an agent that is stopping leaves the task
@@ -394,6 +381,7 @@ func (x *Model) forget(ctx context.Context, id a2a.TaskID) {
 	delete(x.live, id)
 	x.mu.Unlock()
 	_ = x.spec.State.Delete(context.WithoutCancel(ctx), stateKey(id))
+	_ = x.spec.State.Delete(context.WithoutCancel(ctx), approvedKey(id))
 }
 
 // load reads the task's stored conversation; nil when there is none.
