@@ -64,6 +64,8 @@ func TestParseModelConfigErrors(t *testing.T) {
 			[]string{"agent.yaml:10: skills[0].model.instructions_file:", "nope.md is not a readable file"}},
 		{"output on a tck skill", strings.Replace(modelConfig, "    executor: model\n    model:\n      use: local\n      instructions: Keep notes.\n      tools: [\"notes__*\"]\n",
 			"    executor: tck\n    output: {schema: {type: object}}\n", 1), []string{"agent.yaml:8: skills[0].output:", "a tck skill has no output gate"}},
+		{"output schema that does not resolve", strings.Replace(modelConfig, "    executor: model\n    model:\n      use: local\n      instructions: Keep notes.\n      tools: [\"notes__*\"]\n",
+			"    executor: go\n    output: {schema: {type: object, properties: {n: {$ref: \"#/nowhere\"}}}}\n", 1), []string{"agent.yaml:8: skills[0].output.schema: output schema:"}},
 		{"output without schema", strings.Replace(modelConfig, "    executor: model\n", "    executor: model\n    output: {contract: c.yaml}\n", 1),
 			[]string{"skills[0].output.schema: is required", "agent.yaml:8: skills[0].output.contract:", "c.yaml is not a readable file"}},
 		{"approval_when without output", strings.Replace(modelConfig, "    executor: model\n", "    executor: model\n    approval_when: result.n > 1\n", 1),
@@ -84,6 +86,30 @@ func TestParseModelConfigErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOutputOnEverySkillKind: go, mcp and delegate skills take output and
+// approval_when as model skills do.
+func TestOutputOnEverySkillKind(t *testing.T) {
+	dir := t.TempDir()
+	contract := writeContract(t, dir, "d", "/notes", "true")
+	c, err := ParseConfig("agent.yaml", strings.NewReader(`name: A
+description: B
+auth: {anonymous: true}
+peers: [{name: p, url: "http://127.0.0.1:1", trust: {jku_prefixes: ["http://127.0.0.1:1/"]}}]
+skills:
+  - {id: g, name: G, executor: go, output: {schema: {type: object}}, approval_when: result.n > 1}
+  - {id: m, name: M, executor: mcp, tool: notes__stats, output: {schema: {type: object}, contract: `+contract+`}}
+  - {id: d, name: D, executor: delegate, delegate: {skill: s, contract: `+contract+`}, output: {schema: {type: object}, contract: `+contract+`}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Skills {
+		if s.Output == nil || s.Output.Schema["type"] != "object" {
+			t.Errorf("skill %s: output %+v", s.ID, s.Output)
+		}
 	}
 }
 

@@ -401,3 +401,33 @@ verifiers:
 		})
 	}
 }
+
+// TestModelSkillResultDenied: a model skill's result that an approver
+// denies fails its task with the reason, as a go skill's does; the model
+// is not asked again.
+func TestModelSkillResultDenied(t *testing.T) {
+	base, srv := serveScriptServer(t, "rules:\n  - when: {last: user}\n    calls: [{tool: submit_result, arguments: {notes: \"{{.User}}\"}}]\n", nil)
+	c, err := ParseConfig("gated.yaml", strings.NewReader(outputAgentHead(buildMCPServer(t))+fmt.Sprintf(`models: [{name: m, base_url: %q, model: scripted, max_retries: 0}]
+skills:
+  - id: count
+    name: Count
+    executor: model
+    model: {use: m, instructions: Count.}
+    output: {schema: {type: object, properties: {notes: {type: integer}}, required: [notes]}}
+    approval_when: result.notes > 3
+`, base)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DataDir = t.TempDir()
+	_, url := serveAgent(t, c)
+	task := send(t, url, "count", "7")
+	if state(task) != "TASK_STATE_INPUT_REQUIRED" {
+		t.Fatalf("the result: %s %q, want input-required", state(task), statusMessage(task))
+	}
+	asked := len(srv.Requests())
+	wantEnd(t, "denied", decideResult(t, url, task, false, "seven is odd"), "TASK_STATE_FAILED", "Not committed: key:ops denied the result: seven is odd")
+	if n := len(srv.Requests()); n != asked {
+		t.Errorf("the model was asked %d more times after the denial, want none", n-asked)
+	}
+}

@@ -119,6 +119,17 @@ func (x *Model) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Se
 				"Nothing waits for approval on this task; send the request again as a new task.")), nil)
 			return
 		}
+		if d := denialFrom(ec); d != nil && conv.Pending.Tool == model.NameSubmitResult && conv.Result != nil &&
+			x.spec.IsApprover != nil && x.spec.IsApprover(d.Approver) {
+			// A denied result ends the task as an output gate's refusal does: the model is not asked again.
+			text := "Not committed: " + d.Approver + " denied the result"
+			if d.Reason != "" {
+				text += ": " + d.Reason
+			}
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, agentText(ec, text)), nil)
+			x.forget(ctx, ec.TaskID)
+			return
+		}
 		approval := approvalFrom(ec)
 		if approval == nil {
 			msg := agentText(ec, "This task waits for an approval: a message with a data part {\"approval\": {...}} from an approver.")
