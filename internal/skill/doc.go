@@ -13,6 +13,9 @@
 //     as a program's ([Caps.Call], [Caps.Delegate]), its conversation kept
 //     in a [State] ([BoltState], [RedisState]) out of the task's sight, its
 //     result gated by an output contract and [ApprovalWhen];
+//   - [Output]: the same output gate around a Tool, Program or Delegate
+//     (`output:` and `approval_when:` on their skills), its waiting result
+//     kept in the [State];
 //
 // and the [Router], the engine's one executor, which hands each task to the
 // executor of its skill. The conformance executor lives in internal/tck.
