@@ -233,6 +233,7 @@ type OutputConfig struct {
 	// Schema is the result's JSON Schema; required. A model skill finishes
 	// by calling submit_result with it as the parameters; another skill's
 	// result (its artifacts' first data part, else their text) must match it.
+	// See README's "Output gates" for what the result is, skill by skill.
 	Schema map[string]any `yaml:"schema"`
 	// Contract is an acceptance contract file for the skill (relative to the
 	// config file); its artifact "result" is the result, and the task's

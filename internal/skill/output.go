@@ -63,7 +63,8 @@ func CompileOutputSchema(schema map[string]any) (*jsonschema.Resolved, error) {
 
 // Output gates the completions of another executor (a [Tool], [Program]
 // or [Delegate]): the artifacts it yields are held back until its task
-// completes, then its result (their first data part, else their text) is
+// completes, then its result (their first data part, else their text, else
+// the completion's status text) is
 // checked against the schema, sent to an approver when approval_when
 // matches it, and decided on by the output contract. Only a result that
 // passes reaches the task; one that does not fails it "Not committed" with
@@ -309,6 +310,9 @@ func addArtifact(arts []*a2a.Artifact, e *a2a.TaskArtifactUpdateEvent) []*a2a.Ar
 func (g *Output) decide(ctx context.Context, ec *a2asrv.ExecutorContext, arts []*a2a.Artifact, text string, meta map[string]any,
 	yield func(a2a.Event, error) bool) {
 	v := resultOf(arts)
+	if v == nil && text != "" { // an executor that answers in its status message only
+		v = text
+	}
 	result, err := json.Marshal(v)
 	if err != nil {
 		g.refuse(ctx, ec, meta, []string{"the result cannot be encoded: " + err.Error()}, yield)

@@ -139,3 +139,20 @@ func TestOutputWaitingResultOutlivesTheProcess(t *testing.T) {
 		t.Errorf("the waiting result is still kept after the task ended: %s, %v", b, err)
 	}
 }
+
+// TestOutputReadsTheStatusText: an executor that answers in its completed
+// status only (no artifacts) has that text as its result.
+func TestOutputReadsTheStatusText(t *testing.T) {
+	schema, err := CompileOutputSchema(map[string]any{"type": "string", "pattern": "^saved "})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for text, want := range map[string]a2a.TaskState{"saved n1": a2a.TaskStateCompleted, "lost n1": a2a.TaskStateFailed} {
+		x := scripted(func(ec *a2asrv.ExecutorContext) []a2a.Event {
+			return []a2a.Event{a2a.NewSubmittedTask(ec, ec.Message), a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, agentText(ec, text))}
+		})
+		if st, msg := last(run(t, NewOutput("s", x, OutputSpec{Schema: schema}, nil), newTaskEC())); st != want {
+			t.Errorf("%q: %s %q, want %s", text, st, messageText(msg), want)
+		}
+	}
+}
