@@ -323,10 +323,11 @@ skills:
 // TestApprovedResultSurvivesRestart: a result an approver approved is
 // committed after the agent restarts between the approval and the task's
 // end (its contract's verifier still running), without asking the
-// approver again: for a go skill and for a model skill.
+// approver again: for a go, an mcp (whose tool is not run again) and a
+// model skill.
 func TestApprovedResultSurvivesRestart(t *testing.T) {
 	bin := buildMCPServer(t)
-	for _, kind := range []string{"go", "model"} {
+	for _, kind := range []string{"go", "mcp", "model"} {
 		t.Run(kind, func(t *testing.T) {
 			dir := t.TempDir()
 			events, release := filepath.Join(dir, "events"), filepath.Join(dir, "release")
@@ -345,15 +346,18 @@ verifiers:
 			skill := "    executor: go\n"
 			var opts []Option
 			head := outputAgentHead(bin, "--events", events)
-			if kind == "model" {
+			switch kind {
+			case "model":
 				base := serveScript(t, "rules:\n  - when: {last: user}\n    calls: [{tool: submit_result, arguments: {notes: \"{{.User}}\"}}]\n", nil)
 				head += fmt.Sprintf("models: [{name: m, base_url: %q, model: scripted, max_retries: 0}]\n", base)
 				skill = "    executor: model\n    model: {use: m, instructions: Count.}\n"
-			} else {
+			case "mcp": // the tool counts one note: the example server's welcome
+				skill = "    executor: mcp\n    tool: notes__stats\n"
+			default:
 				opts = append(opts, WithExecutor("count", counter{}))
 			}
 			yaml := head + "skills:\n  - id: count\n    name: Count\n" + skill + fmt.Sprintf(
-				"    output: {schema: {type: object, properties: {notes: {type: integer}}, required: [notes]}, contract: %q}\n    approval_when: result.notes > 3\n", contract)
+				"    output: {schema: {type: object, properties: {notes: {type: integer}}, required: [notes]}, contract: %q}\n    approval_when: result.notes > 3 || result.notes == 1\n", contract)
 			parse := func() *Config {
 				c, err := ParseConfig("gated.yaml", strings.NewReader(yaml))
 				if err != nil {
@@ -398,6 +402,9 @@ verifiers:
 				}
 			}
 			wantEnd(t, "after the restart", task, "TASK_STATE_COMPLETED", "Committed: the result passed the contract")
+			if b, _ := os.ReadFile(events); kind == "mcp" && strings.Count(string(b), "start stats") != 1 {
+				t.Errorf("the tool ran %d times, want once:\n%s", strings.Count(string(b), "start stats"), b)
+			}
 		})
 	}
 }
