@@ -81,7 +81,8 @@ func Apply(prev *Snapshot, ev a2a.Event, now time.Time) (*Snapshot, error) {
 		}
 		// The previous status message becomes history, as in a2a-go's own handler.
 		if cur.Status.Message != nil {
-			t.History = append(slices.Clip(cur.History), cur.Status.Message)
+			next.history = appendHistory(prev, cur.Status.Message)
+			t.History = slices.Clip(next.history)
 		}
 		t.Status = e.Status
 		if t.Status.Timestamp == nil {
@@ -126,6 +127,20 @@ func Apply(prev *Snapshot, ev a2a.Event, now time.Time) (*Snapshot, error) {
 		return nil, fmt.Errorf("%w: unknown event type %T", ErrInvalidEvent, ev)
 	}
 	return next, nil
+}
+
+// appendHistory returns prev's history with m appended, in place in the
+// spare capacity of the array prev's own Apply left behind when prev's task
+// still shows that array, so a long task's history costs amortized O(1) per
+// event instead of a copy of it. The task's History itself is always clipped:
+// an executor that appends to the task it is handed reallocates instead of
+// writing into the slot the next event takes.
+func appendHistory(prev *Snapshot, m *a2a.Message) []*a2a.Message {
+	h, spare := prev.Task.History, prev.history
+	if len(h) > 0 && len(spare) == len(h) && &spare[0] == &h[0] {
+		return append(spare, m)
+	}
+	return append(slices.Clip(h), m)
 }
 
 func statusTime(s a2a.TaskStatus, now time.Time) time.Time {
