@@ -27,6 +27,8 @@ const (
 	CurveTasks Curve = "tasks"
 	// CurveSubscribers grows the idle SSE streams on one task of one agent.
 	CurveSubscribers Curve = "subscribers"
+	// CurveCatalog grows the MCP tools of the agent's catalog.
+	CurveCatalog Curve = "catalog"
 	// CurveRedis is blocking sends on one agent on the embedded store, one
 	// on Redis and three replicas on one Redis.
 	CurveRedis Curve = "redis"
@@ -34,7 +36,7 @@ const (
 
 // Curves returns every curve, in the order a scale run measures them.
 func Curves() []Curve {
-	return []Curve{CurveEvents, CurveTasks, CurveSubscribers, CurveRedis}
+	return []Curve{CurveEvents, CurveTasks, CurveSubscribers, CurveCatalog, CurveRedis}
 }
 
 // DefaultSizes returns the sizes a curve is measured at by default.
@@ -46,6 +48,8 @@ func DefaultSizes(c Curve) []int {
 		return []int{1000, 10_000, 100_000, 1_000_000}
 	case CurveSubscribers:
 		return []int{10, 100, 1000, 10_000}
+	case CurveCatalog:
+		return []int{10, 100, 1000, 5000}
 	case CurveRedis:
 		return []int{1, 3}
 	}
@@ -60,6 +64,8 @@ func (c Curve) title() string {
 		return "stored tasks, bulk-loaded through Store.Append on the embedded store; GetTask and ListTasks through the engine"
 	case CurveSubscribers:
 		return "idle SSE streams (SubscribeToTask, JSON-RPC over real HTTP) on one task of one agent; baseline: a bare net/http SSE handler"
+	case CurveCatalog:
+		return "MCP tools of one server over real HTTP: a new snapshot's publication after the server adds a tool (median of 5; minus: without the MCP SDK's 10ms notification delay), and the model executor's tool search"
 	case CurveRedis:
 		return "blocking SendMessage at concurrency 64 (conformance agent); size is the number of replicas on Redis"
 	}
@@ -244,6 +250,8 @@ func RunScale(ctx context.Context, opts ScaleOptions) (*ScaleReport, error) {
 			err = runTasks(ctx, opts, dir, &cr)
 		case CurveSubscribers:
 			err = runSubscribers(ctx, opts, &cr)
+		case CurveCatalog:
+			err = runCatalog(ctx, opts, &cr)
 		case CurveRedis:
 			err = runRedis(ctx, opts, &cr)
 		}

@@ -56,6 +56,8 @@ func ScaleGoals() []ScaleGoal {
 		{Curve: CurveTasks, Metric: "startup_ms", Kind: AtMost, Limit: 2000, Unit: "ms"},
 		{Curve: CurveSubscribers, Metric: "heap_per_stream_bytes", Kind: AtMost, Limit: 16 << 10, Unit: " bytes"},
 		{Curve: CurveSubscribers, Metric: "fanout_p99_ms", Kind: AtMost, Size: 1000, Limit: 50, Unit: "ms"},
+		{Curve: CurveCatalog, Metric: "publish_minus_sdk_delay_ms", Kind: AtMost, Limit: 5, Unit: "ms"},
+		{Curve: CurveCatalog, Metric: "search_ms", Kind: AtMost, Limit: 5, Unit: "ms"},
 		{Curve: CurveRedis, Metric: "redis_vs_embedded", Kind: AtLeast, Size: 1, Limit: 0.7, Unit: "×"},
 	}
 }

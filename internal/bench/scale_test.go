@@ -21,6 +21,7 @@ func TestRunScaleSmoke(t *testing.T) {
 			bench.CurveEvents:      {10, 200},
 			bench.CurveTasks:       {200, 1000},
 			bench.CurveSubscribers: {2, 20},
+			bench.CurveCatalog:     {10, 50},
 			bench.CurveRedis:       {1, 2},
 		},
 		Measure:      100 * time.Millisecond,
@@ -33,7 +34,8 @@ func TestRunScaleSmoke(t *testing.T) {
 	want := map[bench.Curve][]string{
 		bench.CurveEvents:      {"status.append_us", "status.bytes_per_event", "status.get10_us", "artifact.append_us", "artifact.bytes_per_event"},
 		bench.CurveTasks:       {"startup_ms", "get_us", "list_state_us", "list_context_us"},
-		bench.CurveSubscribers: {"heap_per_stream_bytes", "fanout_p99_ms", "bare_heap_per_stream_bytes", "bare_fanout_p99_ms"},
+		bench.CurveSubscribers: {"fanout_p99_ms", "bare_fanout_p99_ms"}, // memory per stream is noise at 2
+		bench.CurveCatalog:     {"publish_ms", "search_ms"},
 		bench.CurveRedis:       {"redis_sends_per_s"},
 	}
 	if len(r.Curves) != len(bench.Curves()) {
@@ -67,7 +69,7 @@ func TestRunScaleSmoke(t *testing.T) {
 	if err := r.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"events:", "tasks:", "subscribers:", "redis:", "×base", "Goals:"} {
+	for _, s := range []string{"events:", "tasks:", "subscribers:", "catalog:", "redis:", "×base", "Goals:"} {
 		if !strings.Contains(table.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, table.String())
 		}
