@@ -116,13 +116,20 @@ func TestBenchScaleJSON(t *testing.T) {
 	if got := strings.Count(stderr.String(), "bench scale: tasks n="); got != 2 {
 		t.Errorf("stderr has %d point lines, want 2:\n%s", got, stderr.String())
 	}
-	// The same run without --no-targets fails when a target is missed, and
-	// names it; an impossible size set makes one miss for sure.
+	// Without --no-targets a missed target fails the command, naming it;
+	// a run that missed none exits 0.
+	stdout.Reset()
+	stderr.Reset()
+	err := runBench(t.Context(), args[:len(args)-1], &stdout, &stderr)
+	if jerr := json.Unmarshal(stdout.Bytes(), &r); jerr != nil {
+		t.Fatalf("bench --scale --json printed no JSON document: %v\n%s", jerr, stdout.String())
+	}
 	if missed := r.Missed(); len(missed) > 0 {
-		err := runBench(t.Context(), args[:len(args)-1], new(bytes.Buffer), &stderr)
-		if err == nil || !strings.Contains(stderr.String(), "bench: target missed: tasks:") {
-			t.Errorf("bench --scale with missed targets %v: err = %v, want an error naming them", missed, err)
+		if err == nil || !strings.Contains(stderr.String(), "bench: target missed: "+missed[0].String()) {
+			t.Errorf("bench --scale with missed targets %v: err = %v, stderr:\n%s\nwant an error naming them", missed, err, stderr.String())
 		}
+	} else if err != nil {
+		t.Errorf("bench --scale with every target met: err = %v", err)
 	}
 }
 

@@ -114,6 +114,11 @@ func judgeScale(curves []CurveReport) []ScaleVerdict {
 				v.Status = Met
 			}
 		}
+		for _, p := range cr.Points {
+			if p.Failed && v.Status != Missed {
+				v.Status, v.Note = Missed, fmt.Sprintf("the point at %d failed", p.Size)
+			}
+		}
 		out = append(out, v)
 	}
 	return out
