@@ -32,6 +32,9 @@ type Snapshot struct {
 	// history is Task.History with the spare capacity Apply appends the
 	// next history entry into (see appendHistory).
 	history []*a2a.Message
+	// parts is, likewise, the Parts of the artifact the last Apply appended
+	// to, with spare capacity (see appendParts).
+	parts []*a2a.Part
 }
 
 // IsUnfinished reports whether a task in state s is one [Store.Unfinished]

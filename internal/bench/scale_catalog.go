@@ -48,7 +48,7 @@ func runCatalog(ctx context.Context, opts ScaleOptions, cr *CurveReport) error {
 		short := cutShort(ctx, pctx, err)
 		cancel()
 		if short {
-			p.Note = fmt.Sprintf("cut short after %s: %v", opts.PointTimeout, err)
+			p.Failed, p.Note = true, fmt.Sprintf("cut short after %s: %v", opts.PointTimeout, err)
 			addPoint(opts, cr, p, started)
 			return nil
 		}

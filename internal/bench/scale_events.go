@@ -46,7 +46,7 @@ func runEvents(ctx context.Context, opts ScaleOptions, dir string, cr *CurveRepo
 		short := cutShort(ctx, pctx, err)
 		cancel()
 		if short {
-			p.Note = fmt.Sprintf("cut short after %s: %v", opts.PointTimeout, err)
+			p.Failed, p.Note = true, fmt.Sprintf("cut short after %s: %v", opts.PointTimeout, err)
 			addPoint(opts, cr, p, started)
 			return nil // larger sizes would take longer still
 		}
@@ -88,6 +88,11 @@ func eventsPoint(ctx context.Context, opts ScaleOptions, dir, kind string, n int
 			st.Close()
 		}
 	}()
+	phase := time.Now()
+	progress := func(what string) {
+		fmt.Fprintf(opts.Progress, "bench scale: events n=%d %s: %s in %s\n", n, kind, what, time.Since(phase).Round(100*time.Millisecond))
+		phase = time.Now()
+	}
 	task := &a2a.Task{ID: a2a.NewTaskID(), ContextID: a2a.NewContextID(), Status: a2a.TaskStatus{State: a2a.TaskStateWorking},
 		History: []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("run the long job"))}}
 	snap, err := tasks.Apply(nil, task, time.Now())
@@ -129,6 +134,7 @@ func eventsPoint(ctx context.Context, opts ScaleOptions, dir, kind string, n int
 	if snap, err = st.Get(ctx, anonymous, task.ID); err != nil {
 		return err
 	}
+	progress("loaded, closed, opened and read")
 	i := n
 	appendOne := func() error {
 		ev := eventOf(kind, task, i)
@@ -167,6 +173,7 @@ func eventsPoint(ctx context.Context, opts ScaleOptions, dir, kind string, n int
 	if err != nil {
 		return err
 	}
+	progress(fmt.Sprintf("%d appends measured", len(ds)))
 	p.set(kind+".append_us", micros(ds))
 	p.set(kind+".bytes_per_event", float64(writtenBytes()-written-fills*walSegmentSize)/float64(len(ds)))
 	if kind != "status" {
@@ -196,6 +203,7 @@ func eventsPoint(ctx context.Context, opts ScaleOptions, dir, kind string, n int
 	if err != nil {
 		return err
 	}
+	progress(fmt.Sprintf("engine started and %d GetTask measured", len(ds)))
 	p.set("status.get10_us", micros(ds))
 	return nil
 }

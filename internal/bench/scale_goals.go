@@ -90,7 +90,12 @@ func judgeScale(curves []CurveReport) []ScaleVerdict {
 				v.Note = fmt.Sprintf("%s at %d, %s at %d", fmtFigure(base), first.Size, fmtFigure(top), last.Size)
 			}
 		default:
-			p := cr.Points[len(cr.Points)-1]
+			var p Point // the largest size measured
+			for _, q := range cr.Points {
+				if _, ok := q.Metrics[g.Metric]; ok {
+					p = q
+				}
+			}
 			if g.Size > 0 {
 				p = Point{}
 				for _, q := range cr.Points {

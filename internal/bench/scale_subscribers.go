@@ -92,8 +92,13 @@ func runSubscribers(ctx context.Context, opts ScaleOptions, cr *CurveReport) (er
 	sizes := opts.Sizes[CurveSubscribers]
 	// Both ends of every stream are in this process, and the server keeps a
 	// spare.
-	if _, err := raiseFileLimit(uint64(4*slices.Max(sizes) + 1024)); err != nil {
+	limit, err := raiseFileLimit(uint64(4*slices.Max(sizes) + 1024))
+	if err != nil {
 		return err
+	}
+	if need := uint64(2*slices.Max(sizes) + 512); limit < need {
+		return fmt.Errorf("%d streams take about %d open files in this process (both ends, and the agent's own); the limit is %d and cannot be raised further: ask for fewer (--sizes subscribers=...)",
+			slices.Max(sizes), need, limit)
 	}
 	h, err := startHold(ctx, 2*slices.Max(sizes)+64)
 	if err != nil {
@@ -121,6 +126,7 @@ func runSubscribers(ctx context.Context, opts ScaleOptions, cr *CurveReport) (er
 				break
 			}
 			p.set(t.prefix+"heap_per_stream_bytes", m.heapPerStream)
+			p.set(t.prefix+"stacks_per_stream_bytes", m.stackPerStream)
 			p.set(t.prefix+"rss_per_stream_bytes", m.rssPerStream)
 			p.set(t.prefix+"fanout_p50_ms", m.p50)
 			p.set(t.prefix+"fanout_p99_ms", m.p99)
@@ -128,7 +134,7 @@ func runSubscribers(ctx context.Context, opts ScaleOptions, cr *CurveReport) (er
 		short := cutShort(ctx, pctx, err)
 		cancel()
 		if short {
-			p.Note = fmt.Sprintf("cut short after %s: %v", opts.PointTimeout, err)
+			p.Failed, p.Note = true, fmt.Sprintf("cut short after %s: %v", opts.PointTimeout, err)
 			addPoint(opts, cr, p, started)
 			return nil
 		}
@@ -264,14 +270,15 @@ func startBareSSE() (*sseTarget, error) {
 }
 
 type streamFigures struct {
-	heapPerStream, rssPerStream float64
-	p50, p99                    float64 // ms
+	heapPerStream, stackPerStream, rssPerStream float64
+	p50, p99                                    float64 // ms
 }
 
 // measureStreams opens n streams on t, each read to its first event and
 // then left idle, and measures the memory they hold (heap and stacks, and
 // RSS, over n: the client ends are raw connections with no goroutine and
-// next to no memory of their own); then fans out fanoutTicks events to all
+// next to no memory of their own; heap counts the goroutines' stacks too,
+// stacks counts them alone); then fans out fanoutTicks events to all
 // of them and measures each delivery's latency.
 func measureStreams(ctx context.Context, t *sseTarget, n int, tickN *int) (_ streamFigures, err error) {
 	conns := make([]net.Conn, 0, n)
@@ -282,7 +289,7 @@ func measureStreams(ctx context.Context, t *sseTarget, n int, tickN *int) (_ str
 		// The server's ends close before the next measure starts.
 		time.Sleep(200 * time.Millisecond)
 	}()
-	heap0, rss0 := memNow()
+	heap0, stack0, rss0 := memNow()
 	var d net.Dialer
 	buf := make([]byte, 8192)
 	for range n {
@@ -298,8 +305,12 @@ func measureStreams(ctx context.Context, t *sseTarget, n int, tickN *int) (_ str
 			return streamFigures{}, fmt.Errorf("stream %d: %w", len(conns), err)
 		}
 	}
-	heap1, rss1 := memNow()
-	f := streamFigures{heapPerStream: float64(heap1-heap0) / float64(n), rssPerStream: float64(rss1-rss0) / float64(n)}
+	heap1, stack1, rss1 := memNow()
+	f := streamFigures{
+		heapPerStream:  float64(heap1-heap0) / float64(n),
+		stackPerStream: float64(stack1-stack0) / float64(n),
+		rssPerStream:   float64(rss1-rss0) / float64(n),
+	}
 
 	// One reader per stream, each noting when it sees each tick.
 	type seen struct {
@@ -396,14 +407,14 @@ func readFirstEvent(ctx context.Context, c net.Conn, buf []byte) error {
 	}
 }
 
-// memNow returns, after a collection, the heap and stack memory in use and
-// the process's resident set, in bytes.
-func memNow() (heap, rss int64) {
+// memNow returns, after a collection, the heap and goroutine stack memory
+// in use (heap counts both) and the process's resident set, in bytes.
+func memNow() (heap, stacks, rss int64) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapInuse + ms.StackInuse), residentBytes()
+	return int64(ms.HeapInuse + ms.StackInuse), int64(ms.StackInuse), residentBytes()
 }
 
 // residentBytes is the process's resident set (VmRSS), or 0.

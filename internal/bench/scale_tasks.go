@@ -69,7 +69,7 @@ func runTasks(ctx context.Context, opts ScaleOptions, dir string, cr *CurveRepor
 		short := cutShort(ctx, pctx, err)
 		cancel()
 		if short {
-			p.Note = fmt.Sprintf("cut short after %s: %v", opts.PointTimeout, err)
+			p.Failed, p.Note = true, fmt.Sprintf("cut short after %s: %v", opts.PointTimeout, err)
 			addPoint(opts, cr, p, started)
 			return nil
 		}

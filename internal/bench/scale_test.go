@@ -91,3 +91,30 @@ func TestRunScaleRefusesBadSizes(t *testing.T) {
 		t.Errorf("RunScale with curve disk: err = %v, want it refused", err)
 	}
 }
+
+// BenchmarkScale runs each curve of handoff bench --scale at its default
+// sizes, one sub-benchmark per curve:
+//
+//	go test -run '^$' -bench 'Scale/events' -benchtime 1x -timeout 20m ./internal/bench
+func BenchmarkScale(b *testing.B) {
+	for _, c := range bench.Curves() {
+		b.Run(string(c), func(b *testing.B) {
+			if c == bench.CurveRedis {
+				needRedis(b)
+			}
+			var r *bench.ScaleReport
+			for b.Loop() {
+				var err error
+				if r, err = bench.RunScale(b.Context(), bench.ScaleOptions{Curves: []bench.Curve{c}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var table bytes.Buffer
+			if err := r.WriteTable(&table); err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("\n%s", table.String())
+			b.ReportMetric(float64(len(r.Missed())), "missed-targets")
+		})
+	}
+}
