@@ -144,6 +144,7 @@ func (o ScaleOptions) withDefaults() (ScaleOptions, error) {
 
 // A Point is one size of a curve.
 type Point struct {
+	// Size is how much of the curve's work the point holds.
 	Size int `json:"size"`
 	// Metrics are the point's figures by name; the name ends with the
 	// unit (_us, _ms, _bytes, _per_s).
@@ -174,7 +175,8 @@ func (p *Point) set(name string, v float64) {
 
 // CurveReport is one curve's points, smallest (the baseline) first.
 type CurveReport struct {
-	Curve  Curve   `json:"curve"`
+	Curve Curve `json:"curve"`
+	// Title says what the curve measures and how.
 	Title  string  `json:"title"`
 	Points []Point `json:"points"`
 	// Metrics lists the metric names in the order the table shows them.
@@ -183,13 +185,16 @@ type CurveReport struct {
 
 // ScaleVerdict is how a scale run did on one target.
 type ScaleVerdict struct {
-	Goal   string `json:"goal"`
-	Status string `json:"status"` // Met, Missed or NotMeasured
+	// Goal is the [ScaleGoal] in words.
+	Goal string `json:"goal"`
+	// Status is Met, Missed or NotMeasured.
+	Status string `json:"status"`
 	// Measured is the figure the target is about: a ratio (growth from the
 	// baseline, or against another target) or an absolute value in Unit.
 	Measured float64 `json:"measured"`
 	Unit     string  `json:"unit"`
-	Note     string  `json:"note,omitempty"`
+	// Note gives the figures behind Measured, or why the goal is missed.
+	Note string `json:"note,omitempty"`
 }
 
 // String says the goal and the measured figure.
@@ -206,13 +211,15 @@ func (v ScaleVerdict) String() string {
 
 // ScaleReport is what [RunScale] measured.
 type ScaleReport struct {
-	Started   time.Time      `json:"started"`
-	Seconds   float64        `json:"seconds"`
-	GoVersion string         `json:"go_version"`
-	Platform  string         `json:"platform"`
-	CPUs      int            `json:"cpus"`
-	Curves    []CurveReport  `json:"curves"`
-	Verdicts  []ScaleVerdict `json:"goals"`
+	Started time.Time `json:"started"`
+	// Seconds is how long the whole run took.
+	Seconds   float64 `json:"seconds"`
+	GoVersion string  `json:"go_version"`
+	Platform  string  `json:"platform"`
+	// CPUs is GOMAXPROCS: the targets and the load share these.
+	CPUs     int            `json:"cpus"`
+	Curves   []CurveReport  `json:"curves"`
+	Verdicts []ScaleVerdict `json:"goals"`
 }
 
 // Missed returns the targets the run did not reach.

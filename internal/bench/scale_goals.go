@@ -17,13 +17,18 @@ const (
 
 // A ScaleGoal is a target of one curve's metric.
 type ScaleGoal struct {
+	// Curve and Metric name the figure (a key of [Point].Metrics).
 	Curve  Curve
 	Metric string
-	Kind   ScaleGoalKind
-	// Size is the point an AtMost or AtLeast goal reads; 0 is the largest.
-	Size  int
+	// Kind is how the figure is compared with Limit.
+	Kind ScaleGoalKind
+	// Size is the point an AtMost or AtLeast goal reads; 0 is the largest
+	// measured.
+	Size int
+	// Limit is the factor (Growth) or the bound (AtMost, AtLeast).
 	Limit float64
-	Unit  string // of Limit, for AtMost and AtLeast
+	// Unit is Limit's, for AtMost and AtLeast.
+	Unit string
 }
 
 // String says the goal in words.
