@@ -81,7 +81,8 @@ func Apply(prev *Snapshot, ev a2a.Event, now time.Time) (*Snapshot, error) {
 		}
 		// The previous status message becomes history, as in a2a-go's own handler.
 		if cur.Status.Message != nil {
-			t.History = append(slices.Clip(cur.History), cur.Status.Message)
+			next.history = appendHistory(prev, cur.Status.Message)
+			t.History = slices.Clip(next.history)
 		}
 		t.Status = e.Status
 		if t.Status.Timestamp == nil {
@@ -104,7 +105,8 @@ func Apply(prev *Snapshot, ev a2a.Event, now time.Time) (*Snapshot, error) {
 		case e.Append:
 			arts = slices.Clone(cur.Artifacts)
 			merged := *arts[i]
-			merged.Parts = append(slices.Clip(merged.Parts), e.Artifact.Parts...)
+			next.parts = appendParts(prev, merged.Parts, e.Artifact.Parts)
+			merged.Parts = slices.Clip(next.parts)
 			if len(e.Artifact.Metadata) > 0 {
 				merged.Metadata = mergeMeta(merged.Metadata, e.Artifact.Metadata)
 			}
@@ -126,6 +128,32 @@ func Apply(prev *Snapshot, ev a2a.Event, now time.Time) (*Snapshot, error) {
 		return nil, fmt.Errorf("%w: unknown event type %T", ErrInvalidEvent, ev)
 	}
 	return next, nil
+}
+
+// appendHistory returns prev's history with m appended, in place in the
+// spare capacity of the array prev's own Apply left behind when prev's task
+// still shows that array, so a long task's history costs amortized O(1) per
+// event instead of a copy of it. The task's History itself is always clipped:
+// an executor that appends to the task it is handed reallocates instead of
+// writing into the slot the next event takes.
+func appendHistory(prev *Snapshot, m *a2a.Message) []*a2a.Message {
+	h, spare := prev.Task.History, prev.history
+	if len(h) > 0 && len(spare) == len(h) && &spare[0] == &h[0] {
+		return append(spare, m)
+	}
+	return append(slices.Clip(h), m)
+}
+
+// appendParts returns parts (an artifact's, in prev's task) with more
+// appended, in place in the spare capacity prev's own Apply left behind when
+// parts still is that array: streaming one artifact in n chunks costs O(n),
+// not O(n²). As for the history, the artifact's Parts are always clipped.
+func appendParts(prev *Snapshot, parts, more []*a2a.Part) []*a2a.Part {
+	spare := prev.parts
+	if len(parts) > 0 && len(spare) == len(parts) && &spare[0] == &parts[0] {
+		return append(spare, more...)
+	}
+	return append(slices.Clip(parts), more...)
 }
 
 func statusTime(s a2a.TaskStatus, now time.Time) time.Time {

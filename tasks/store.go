@@ -28,6 +28,13 @@ type Snapshot struct {
 	Version uint64
 	// Updated is when the task's status last changed; lists are ordered by it.
 	Updated time.Time
+
+	// history is Task.History with the spare capacity Apply appends the
+	// next history entry into (see appendHistory).
+	history []*a2a.Message
+	// parts is, likewise, the Parts of the artifact the last Apply appended
+	// to, with spare capacity (see appendParts).
+	parts []*a2a.Part
 }
 
 // IsUnfinished reports whether a task in state s is one [Store.Unfinished]

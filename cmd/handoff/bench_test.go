@@ -92,3 +92,69 @@ func TestBenchProfiles(t *testing.T) {
 		t.Errorf("bench with an unwritable --cpuprofile: err = %v, want the failed create", err)
 	}
 }
+
+// TestBenchScaleJSON runs one curve of bench --scale at tiny sizes and
+// reads its JSON report.
+func TestBenchScaleJSON(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"--scale", "--curves", "tasks", "--sizes", "tasks=50,100", "--measure", "50ms", "--json", "--no-targets"}
+	if err := runBench(t.Context(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("bench --scale error = %v\nstderr:\n%s", err, stderr.String())
+	}
+	var r bench.ScaleReport
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("bench --scale --json printed no JSON document: %v\n%s", err, stdout.String())
+	}
+	if len(r.Curves) != 1 || r.Curves[0].Curve != bench.CurveTasks || len(r.Curves[0].Points) != 2 {
+		t.Fatalf("bench --scale gave %+v, want the tasks curve at 2 sizes", r.Curves)
+	}
+	for i, p := range r.Curves[0].Points {
+		if p.Size != []int{50, 100}[i] || p.Metrics["get_us"] <= 0 || p.Metrics["startup_ms"] <= 0 {
+			t.Errorf("point %d = %+v, want size %d with get_us and startup_ms", i, p, []int{50, 100}[i])
+		}
+	}
+	if got := strings.Count(stderr.String(), "bench scale: tasks n="); got != 2 {
+		t.Errorf("stderr has %d point lines, want 2:\n%s", got, stderr.String())
+	}
+	// Without --no-targets a missed target fails the command, naming it;
+	// a run that missed none exits 0.
+	stdout.Reset()
+	stderr.Reset()
+	err := runBench(t.Context(), args[:len(args)-1], &stdout, &stderr)
+	if jerr := json.Unmarshal(stdout.Bytes(), &r); jerr != nil {
+		t.Fatalf("bench --scale --json printed no JSON document: %v\n%s", jerr, stdout.String())
+	}
+	if missed := r.Missed(); len(missed) > 0 {
+		if err == nil || !strings.Contains(stderr.String(), "bench: target missed: "+missed[0].String()) {
+			t.Errorf("bench --scale with missed targets %v: err = %v, stderr:\n%s\nwant an error naming them", missed, err, stderr.String())
+		}
+	} else if err != nil {
+		t.Errorf("bench --scale with every target met: err = %v", err)
+	}
+}
+
+func TestBenchScaleUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"--scale", "--curves", "events,disk"},
+		{"--scale", "--sizes", "events"},
+		{"--scale", "--sizes", "events=10,5"},
+		{"--scale", "--sizes", "disk=1,2"},
+		{"--scale", "--curves", "tasks", "--sizes", "events=1,2"},
+		{"--scale", "--measure", "0s"},
+		{"--scale", "--point-timeout", "-1s"},
+	} {
+		err := runBench(t.Context(), args, new(bytes.Buffer), new(bytes.Buffer))
+		if exitCode(err) != 2 {
+			t.Errorf("bench %v: err = %v, want a usage error", args, err)
+		}
+	}
+	var stdout bytes.Buffer
+	if err := runBench(t.Context(), []string{"--help"}, &stdout, new(bytes.Buffer)); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("bench --help: err = %v, want flag.ErrHelp", err)
+	}
+	for _, s := range []string{"handoff bench --scale", "--curves", "--sizes CURVE=N,N,...", "events=10,100,1000,10000,100000", "--point-timeout"} {
+		if !strings.Contains(stdout.String(), s) {
+			t.Errorf("bench --help lacks %q:\n%s", s, stdout.String())
+		}
+	}
+}

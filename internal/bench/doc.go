@@ -30,4 +30,13 @@
 // [RunReplicas] measures blocking sends on one agent on the embedded store,
 // one on Redis and several replicas on one Redis namespace, in one run and
 // this process; BenchmarkReplicas prints its table for the README.
+//
+// [RunScale] (handoff bench --scale) measures how the cost grows with the
+// work, one [Curve] at a time, each at growing sizes: events per task,
+// stored tasks, idle subscribers, MCP tools in the catalog, and sends on
+// Redis. Each figure is printed against the same figure at the curve's
+// smallest size in the same run, and [ScaleGoals] are its targets. Each
+// point is bounded in time ([ScaleOptions].PointTimeout); a point past its
+// bound, or failed, ends its curve and misses the curve's targets.
+// BenchmarkScale runs the same curves under go test.
 package bench
