@@ -410,7 +410,6 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 		waitPush = a.startPush(pushCtx, strings.TrimSuffix(base, "/"))
 	}
 	waitRetention := a.startRetention(pushCtx) // stops with delivery, before the store closes
-	defer waitRetention()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	a.log.Info("agent serving", slog.String("name", a.cfg.Name), slog.String("address", ln.Addr().String()),
@@ -419,6 +418,7 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	case err := <-served:
 		stopPush()
 		waitPush()
+		waitRetention()
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
@@ -443,6 +443,7 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	// Delivery stops last: what it has not sent stays queued for the next start.
 	stopPush()
 	waitPush()
+	waitRetention()
 	return a.Close()
 }
 
