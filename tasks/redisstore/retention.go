@@ -45,15 +45,15 @@ func blobNames(x *tasks.BlobIndex, t *a2a.Task, rec []byte) []string {
 	return x.Names(rec, func() (*a2a.Task, error) { return t, nil })
 }
 
-// dropExpired removes, as well as it can, the index entries of a task whose
-// keys expired before a purge deleted it: List found it gone.
+// dropExpired removes, as well as it can, the list entries of a task whose
+// keys expired before a purge deleted it: List found it gone. The blobs it
+// named are never reported then (their names were in its hash).
 func (s *Store) dropExpired(ctx context.Context, owner tasks.Owner, id a2a.TaskID, member string) {
 	c, cancel := s.bound(ctx)
 	defer cancel()
 	pipe := s.rdb.TxPipeline()
 	pipe.ZRem(c, s.ownerIndexKey(owner), member)
-	pipe.ZRem(c, s.finishedKey(), string(id))
-	pipe.SRem(c, s.unfinishedKey(), string(id))
+	pipe.SRem(c, s.unfinishedKey(), string(id)) // the finished index is the purge's to clean
 	_, _ = pipe.Exec(c) // the next List or purge tries again
 }
 
