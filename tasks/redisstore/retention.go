@@ -54,7 +54,7 @@ func (s *Store) dropExpired(ctx context.Context, owner tasks.Owner, id a2a.TaskI
 	pipe := s.rdb.TxPipeline()
 	pipe.ZRem(c, s.ownerIndexKey(owner), member)
 	pipe.SRem(c, s.unfinishedKey(), string(id)) // the finished index is the purge's to clean
-	_, _ = pipe.Exec(c) // the next List or purge tries again
+	_, _ = pipe.Exec(c)                         // the next List or purge tries again
 }
 
 // Expired implements [tasks.Purger]. A finished task whose keys Redis
