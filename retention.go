@@ -173,10 +173,12 @@ func (p *purger) round(ctx context.Context, now time.Time, seen func(*tasks.Purg
 				return total, err
 			}
 		}
+		start := time.Now()
 		res, err := p.store.Purge(ctx, p.keep, now, ids)
 		if err != nil {
 			return total, err
 		}
+		took := time.Since(start)
 		total += len(res.Tasks)
 		var errs []error
 		if p.blobs != nil {
@@ -197,6 +199,14 @@ func (p *purger) round(ctx context.Context, now time.Time, seen func(*tasks.Purg
 		}
 		if len(exp) < purgeBatch || len(res.Tasks) == 0 {
 			return total, nil
+		}
+		// A backlog is purged at half the store's pace at most: requests
+		// that wait for the store's write path (a read of what was just
+		// written, on the embedded store) get the other half.
+		select {
+		case <-ctx.Done():
+			return total, ctx.Err()
+		case <-time.After(took):
 		}
 	}
 }

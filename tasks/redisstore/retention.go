@@ -53,8 +53,10 @@ func (s *Store) dropExpired(ctx context.Context, owner tasks.Owner, id a2a.TaskI
 	defer cancel()
 	pipe := s.rdb.TxPipeline()
 	pipe.ZRem(c, s.ownerIndexKey(owner), member)
-	pipe.SRem(c, s.unfinishedKey(), string(id)) // the finished index is the purge's to clean
-	_, _ = pipe.Exec(c)                         // the next List or purge tries again
+	// The finished index is the purge's to clean; a failure here, the next
+	// List's or purge's to try again.
+	pipe.SRem(c, s.unfinishedKey(), string(id))
+	_, _ = pipe.Exec(c)
 }
 
 // Expired implements [tasks.Purger]. A finished task whose keys Redis
