@@ -62,7 +62,8 @@ const maxBacklog = 8192
 // waiting for a timer: bbolt's own Batch waits up to MaxBatchDelay even when
 // alone) and answers them. An applier then applies them to bbolt in order, in
 // large transactions, with the few writes that are not appends (push
-// configs), which it answers once bbolt has committed them.
+// configs, purges of finished tasks: retention.go), which it answers once
+// bbolt has committed them.
 type Store struct {
 	db     *bolt.DB
 	mu     sync.RWMutex // guards closed and sends on writes
