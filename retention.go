@@ -32,6 +32,9 @@ type RetentionConfig struct {
 	FinishedTasks *Duration `yaml:"finished_tasks"`
 	// Tenants replaces FinishedTasks for the tasks of a tenant, by name.
 	Tenants map[string]TenantRetention `yaml:"tenants"`
+	// Audit is how long the MCP audit log keeps a tool call's record, and
+	// an expired grant stays listed. Unset or 0s: forever. At least 1s.
+	Audit *Duration `yaml:"audit"`
 }
 
 // TenantRetention is one tenant's retention.
@@ -66,6 +69,7 @@ func (c *RetentionConfig) validate(bad func(key, format string, args ...any)) {
 		}
 	}
 	check("retention.finished_tasks", c.FinishedTasks)
+	check("retention.audit", c.Audit)
 	names := make([]string, 0, len(c.Tenants))
 	for name := range c.Tenants {
 		names = append(names, name)
@@ -211,13 +215,68 @@ func (p *purger) round(ctx context.Context, now time.Time, seen func(*tasks.Purg
 	}
 }
 
-// startRetention runs the purger until ctx ends, when the config keeps
-// finished tasks for a while; wait waits for it to stop.
+// auditPruner is what retention needs of the audit log and the grants.
+type auditPruner interface {
+	Prune(ctx context.Context, before time.Time) (int, error)
+}
+
+type grantPruner interface {
+	PruneExpired(ctx context.Context, before time.Time) (int, error)
+}
+
+// pruneAudit deletes, every quarter of window (between a second and an
+// hour) until ctx ends, the audit records older than window and the grants
+// that expired longer ago.
+func pruneAudit(ctx context.Context, audit auditPruner, grants grantPruner, window time.Duration, log *slog.Logger) {
+	t := time.NewTicker(min(max(window/4, time.Second), time.Hour))
+	defer t.Stop()
+	for {
+		before := time.Now().Add(-window)
+		_, err := audit.Prune(ctx, before)
+		if grants != nil {
+			_, gerr := grants.PruneExpired(ctx, before)
+			err = errors.Join(err, gerr)
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Warn("retention: prune the audit log", slog.Any("error", err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// startRetention runs the purger and the audit log's pruning until ctx
+// ends, as far as the config keeps things for a while; wait waits for them
+// to stop.
 func (a *Agent) startRetention(ctx context.Context) (wait func()) {
+	var done []chan struct{}
+	wait = func() {
+		for _, d := range done {
+			<-d
+		}
+	}
+	if w := a.cfg.Retention.Audit; w != nil && w.Duration > 0 && a.tools != nil {
+		audit := a.tools.audit
+		if o, ok := audit.(observedAudit); ok {
+			audit = o.auditLog
+		}
+		if ap, ok := audit.(auditPruner); ok {
+			gp, _ := a.tools.grants.(grantPruner)
+			d := make(chan struct{})
+			done = append(done, d)
+			go func() {
+				defer close(d)
+				pruneAudit(ctx, ap, gp, w.Duration, a.log)
+			}()
+		}
+	}
 	keep := a.cfg.Retention.policy()
 	ps, ok := a.store.(tasks.Purger)
 	if keep.Shortest() == 0 || !ok {
-		return func() {}
+		return wait
 	}
 	p := &purger{store: ps, keep: keep, log: a.log}
 	if a.del != nil {
@@ -227,12 +286,13 @@ func (a *Agent) startRetention(ctx context.Context) (wait func()) {
 	if a.models != nil {
 		p.state = a.models.state
 	}
-	done := make(chan struct{})
+	d := make(chan struct{})
+	done = append(done, d)
 	go func() {
-		defer close(done)
+		defer close(d)
 		p.run(ctx)
 	}()
-	return func() { <-done }
+	return wait
 }
 
 // retentionOptions are the task store's options for retention: the blob

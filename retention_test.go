@@ -1,9 +1,14 @@
 package handoff
 
 import (
+	"context"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/handoff-a2a/handoff/mcp"
 )
 
 func TestRetentionConfig(t *testing.T) {
@@ -42,6 +47,7 @@ func TestRetentionConfigErrors(t *testing.T) {
 		{"bad duration", "retention:\n  finished_tasks: a month\n", []string{`agent.yaml:9: retention.finished_tasks: "a month" is not a duration`}},
 		{"negative", "retention:\n  finished_tasks: -1h\n", []string{"agent.yaml:9: retention.finished_tasks:", "negative"}},
 		{"under a second", "retention:\n  finished_tasks: 10ms\n", []string{"agent.yaml:9: retention.finished_tasks: 10ms is under the minimum of 1s"}},
+		{"audit under a second", "retention:\n  audit: 1ms\n", []string{"agent.yaml:9: retention.audit: 1ms is under the minimum of 1s"}},
 		{"tenant without window", "retention:\n  tenants:\n    a: {}\n", []string{"agent.yaml:10: retention.tenants.a: finished_tasks is required"}},
 		{"tenant under a second", "retention:\n  tenants:\n    a: {finished_tasks: 1ms}\n", []string{"agent.yaml:10: retention.tenants.a.finished_tasks: 1ms is under the minimum"}},
 	} {
@@ -57,4 +63,42 @@ func TestRetentionConfigErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPruneAudit: the audit pruning loop deletes the records older than
+// its window and the grants expired longer ago, and stops with its ctx.
+func TestPruneAudit(t *testing.T) {
+	a, err := mcp.OpenBoltAudit(filepath.Join(t.TempDir(), "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	now := time.Now()
+	for _, at := range []time.Time{now.Add(-time.Hour), now.Add(-time.Minute), now} {
+		if err := a.Append(t.Context(), &mcp.AuditRecord{Time: at, TaskID: "t", Tool: "s__t", Outcome: mcp.OutcomeSuccess}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pruneAudit(ctx, a, a.Grants(), 30*time.Second, slog.New(slog.DiscardHandler))
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left, err := a.List(t.Context(), mcp.AuditFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d records left 10s on, want the newest alone", len(left))
+		}
+		time.Sleep(20 * time.Millisecond) // polling, with a deadline
+	}
+	cancel()
+	<-done
 }
