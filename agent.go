@@ -98,14 +98,15 @@ func openStore(ctx context.Context, cfg *Config, keys *agentcard.KeySet) (agentS
 	if err != nil {
 		return nil, err
 	}
+	boltOpts, redisOpts := retentionOptions(cfg)
 	if cfg.Store.Kind == "redis" {
-		s, err := redisstore.Open(ctx, cfg.Store.URL, cfg.Store.Namespace, redisstore.WithSealer(sealer))
+		s, err := redisstore.Open(ctx, cfg.Store.URL, cfg.Store.Namespace, append(redisOpts, redisstore.WithSealer(sealer))...)
 		if err != nil {
 			return nil, err
 		}
 		return s, nil
 	}
-	s, err := boltstore.Open(filepath.Join(cfg.DataDir, datadir.TaskStore), 2*time.Second, boltstore.WithSealer(sealer))
+	s, err := boltstore.Open(filepath.Join(cfg.DataDir, datadir.TaskStore), 2*time.Second, append(boltOpts, boltstore.WithSealer(sealer))...)
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("%w (is another agent using data directory %s?)", err, cfg.DataDir)
 	}
@@ -408,6 +409,7 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	if a.cfg.Capabilities.PushNotifications {
 		waitPush = a.startPush(pushCtx, strings.TrimSuffix(base, "/"))
 	}
+	waitRetention := a.startRetention(pushCtx) // stops with delivery, before the store closes
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	a.log.Info("agent serving", slog.String("name", a.cfg.Name), slog.String("address", ln.Addr().String()),
@@ -416,6 +418,7 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	case err := <-served:
 		stopPush()
 		waitPush()
+		waitRetention()
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
@@ -440,6 +443,7 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	// Delivery stops last: what it has not sent stays queued for the next start.
 	stopPush()
 	waitPush()
+	waitRetention()
 	return a.Close()
 }
 

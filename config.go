@@ -46,6 +46,8 @@ type Config struct {
 	DataDir string `yaml:"data_dir"`
 	// Store chooses where tasks, event logs and push state live.
 	Store StoreConfig `yaml:"store"`
+	// Retention says how long finished tasks are kept. Default: forever.
+	Retention RetentionConfig `yaml:"retention"`
 
 	// Capabilities declares the optional A2A features the agent serves.
 	Capabilities CapabilitiesConfig `yaml:"capabilities"`
@@ -827,6 +829,7 @@ func (c *Config) validate(doc *yaml.Node) error {
 	if t := c.Console.SessionTTL; t != nil && t.Duration < time.Minute {
 		bad("console.session_ttl", "%s is under the minimum of 1m", t.Duration)
 	}
+	c.Retention.validate(bad)
 	if err := c.MCPServer.validate(); err != nil {
 		bad("mcp_server.path", "%v", err)
 	}

@@ -28,6 +28,10 @@ type Entry struct {
 	Verifiers []Check `json:"verifiers,omitempty"`
 	// CommittedAt is when the gate committed, in UTC.
 	CommittedAt time.Time `json:"committed_at"`
+	// TaskPurgedAt is when retention deleted the local task that delegated
+	// (see [BoltLedger.MarkPurged]); zero while it is kept. The entry itself
+	// is never deleted: it is the record of what was committed.
+	TaskPurgedAt time.Time `json:"task_purged_at,omitzero"`
 }
 
 // A Ledger is the append-only record of commits. Implementations are safe for concurrent use.

@@ -18,7 +18,8 @@ import (
 //
 // Its keys start with "handoff:{namespace}:ledger:" (the braces are a Cluster hash tag, so
 // the commit script may touch all of them): a hash "entries" (delegation id → entry JSON), a
-// list "order" of delegation ids in commit order, and a hash "delegations" (task id →
+// list "order" of delegation ids in commit order, a set "task:<task id>" per task with
+// several delegations (their ids), and a hash "delegations" (task id →
 // [Delegation] JSON) for `handoff delegations`. No key has a TTL: the ledger is the record
 // of what the agent committed. Entries hold digests and verifier results, never secrets.
 //
@@ -56,12 +57,15 @@ func (l *RedisLedger) delegationsKey() string { return l.prefix + "delegations" 
 // entry either way: the check and the write are one atomic step, so racing replicas leave
 // one entry.
 //
-// KEYS: entries hash, order list. ARGV: delegation id, entry JSON.
+// KEYS: entries hash, order list, the task's set of delegations (see
+// taskKey; the order list again for a delegation that is its task's only
+// one). ARGV: delegation id, entry JSON, "1" to add the id to that set.
 var commitScript = redis.NewScript(`
 local prev = redis.call('HGET', KEYS[1], ARGV[1])
 if prev then return prev end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('RPUSH', KEYS[2], ARGV[1])
+if ARGV[3] == '1' then redis.call('SADD', KEYS[3], ARGV[1]) end
 return ARGV[2]
 `)
 
@@ -74,7 +78,11 @@ func (l *RedisLedger) Commit(ctx context.Context, e *Entry) (*Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	stored, err := commitScript.Run(ctx, l.rdb, []string{l.entriesKey(), l.orderKey()}, e.DelegationID, js).Text()
+	keys, inTask := []string{l.entriesKey(), l.orderKey(), l.orderKey()}, "0"
+	if task := taskOf(e.DelegationID); task != "" {
+		keys[2], inTask = l.taskKey(task), "1"
+	}
+	stored, err := commitScript.Run(ctx, l.rdb, keys, e.DelegationID, js, inTask).Text()
 	if err != nil {
 		return nil, fmt.Errorf("ledger: commit %s: %w", e.DelegationID, err)
 	}

@@ -40,7 +40,9 @@ func commands() []command {
 		{"audit", []string{"URL|--data-dir DIR [--task ID] [--json]"}, "list the agent's tool calls (MCP audit log)", runAudit},
 		{"policy", []string{"explain --config FILE --tool T [--args JSON] [--caller P] [--tenant T] [--skill S] [--json]", "check --config FILE [--json]", "grants --data-dir DIR [--revoke ID] [--json]"}, "explain the tool-call policy's decision on a call; check the policy; list or revoke grants", runPolicy},
 		{"push", []string{"status URL|--data-dir DIR [--json]"}, "show where push deliveries stand", runPush},
-		{"store", []string{"recover --data-dir DIR [--apply] [--json]"}, "recover the embedded task store after its log was damaged (a dry run unless --apply)", runStore},
+		{"store", []string{"recover --data-dir DIR [--apply] [--json]", "stats --data-dir DIR|--redis URL [--namespace NS] [--json]",
+			"purge --older-than D [--tenant T] [--yes] --data-dir DIR|--redis URL [--namespace NS] [--json]"},
+			"recover the embedded task store after its log was damaged; show what a task store holds; purge finished tasks (dry runs unless --apply or --yes)", runStore},
 		{"webhook", []string{"listen --agent URL [--addr ADDR] [--path PATH] [--token TOKEN] [--audience URL]"}, "receive and verify push notifications", runWebhook},
 		{"bench", []string{benchSynopsis}, "measure Handoff against the SDK and the machine's limit", runBench},
 	}

@@ -19,15 +19,26 @@ import (
 	"github.com/handoff-a2a/handoff/tasks/boltstore"
 )
 
-// runStore dispatches "handoff store recover".
+// runStore dispatches "handoff store recover|stats|purge".
 func runStore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "recover" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "--help", "help":
 			printSynopses(stdout, "store")
 			return nil
+		case "recover":
+			return runStoreRecover(ctx, args, stdout)
+		case "stats":
+			return runStoreStats(ctx, args, stdout)
+		case "purge":
+			return runStorePurge(ctx, args, stdout)
 		}
-		return usagef("store: want the subcommand recover")
 	}
+	return usagef("store: want the subcommand recover, stats or purge")
+}
+
+// runStoreRecover is "handoff store recover".
+func runStoreRecover(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlagSet("store recover", stdout)
 	fs.Usage = func() {
 		fmt.Fprintf(stdout, "Usage: handoff store recover %s\n\n", synopsis("store recover"))

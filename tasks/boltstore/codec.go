@@ -300,6 +300,16 @@ func (c *decodedCache) decode(id a2a.TaskID, rec []byte) (*tasks.Snapshot, error
 	return snap, nil
 }
 
+// forget drops what the cache holds of task id (a purged task).
+func (c *decodedCache) forget(id a2a.TaskID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.entries[id]; ok {
+		c.size -= len(old.rec)
+		delete(c.entries, id)
+	}
+}
+
 // put stores e, forgetting arbitrary entries while the cache is over budget.
 func (c *decodedCache) put(id a2a.TaskID, e decodedEntry) {
 	c.mu.Lock()

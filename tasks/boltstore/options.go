@@ -11,6 +11,7 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
 	sealer *tasks.Sealer // nil: push secrets stored as given
+	blobs  *tasks.BlobIndex
 }
 
 // WithSealer seals the secrets of push configs with s before the store
@@ -20,4 +21,11 @@ type config struct {
 // [tasks.ErrUnsealable].
 func WithSealer(s *tasks.Sealer) Option {
 	return optionFunc(func(c *config) { c.sealer = s })
+}
+
+// WithBlobIndex has the store keep which blobs each task names, so that
+// [Store.Purge] reports the blobs no kept task names any more. Without it a
+// purge reports none.
+func WithBlobIndex(x tasks.BlobIndex) Option {
+	return optionFunc(func(c *config) { c.blobs = &x })
 }

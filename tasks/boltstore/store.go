@@ -39,6 +39,8 @@ var (
 	bucketUnfinished = []byte("unfinished") // task id → nothing
 	bucketPush       = []byte("push")       // task id, 0, config id → pushRecord (JSON)
 	bucketMeta       = []byte("meta")       // keyLogApplied → the sequence number of the last log record applied
+	bucketFinished   = []byte("finished")   // updated, task id → owner key: finished tasks, oldest first (retention.go)
+	bucketBlobRefs   = []byte("blobrefs")   // blob digest, 0, task id → nothing: the blobs tasks name (tasks.BlobIndex)
 )
 
 // maxBatch bounds how many writes share one log write and one fsync, and
@@ -60,7 +62,8 @@ const maxBacklog = 8192
 // waiting for a timer: bbolt's own Batch waits up to MaxBatchDelay even when
 // alone) and answers them. An applier then applies them to bbolt in order, in
 // large transactions, with the few writes that are not appends (push
-// configs), which it answers once bbolt has committed them.
+// configs, purges of finished tasks: retention.go), which it answers once
+// bbolt has committed them.
 type Store struct {
 	db     *bolt.DB
 	mu     sync.RWMutex // guards closed and sends on writes
@@ -70,7 +73,8 @@ type Store struct {
 	codec  *recordCodec
 	reads  *decodedCache
 	sealer *tasks.Sealer // nil: push secrets stored as given
-	log    *wal          // the committer's
+	blobs  *tasks.BlobIndex
+	log    *wal // the committer's
 
 	// accepted is the sequence number of the last record in the log,
 	// applied that of the last one in bbolt: a read waits until applied
@@ -84,6 +88,7 @@ type Store struct {
 	backlog int                    // appends in queue
 	heads   map[a2a.TaskID]walHead // the latest version of tasks with appends in queue
 	others  int                    // writes in queue that are not appends
+	purging map[a2a.TaskID]bool    // tasks a queued purge may delete: appends to them are refused
 	readers int                    // reads waiting for the applier
 	timer   *time.Timer            // armed while appends wait in queue
 	late    bool                   // timer fired
@@ -110,11 +115,14 @@ type walHead struct {
 }
 
 // boltWrite is an append (app), another write (fn), or Ping's probe of a
-// stalled log (neither), queued for the committer.
+// stalled log (neither), queued for the committer. A purge is a write (fn)
+// with the tasks it may delete (purge), which the committer takes out of
+// the hands of later appends.
 type boltWrite struct {
-	app *walAppend
-	fn  func(*bolt.Tx) error
-	res chan error
+	app   *walAppend
+	fn    func(*bolt.Tx) error
+	purge *purgeHold
+	res   chan error
 }
 
 // applyRetry is how long the applier waits after bbolt failed to commit
@@ -141,7 +149,7 @@ func Open(path string, timeout time.Duration, opts ...Option) (*Store, error) {
 	)
 	err := guardFaults(path, func() error {
 		var err error
-		db, next, err = openBoltFile(path, timeout)
+		db, next, err = openBoltFile(path, timeout, cfg.blobs)
 		return err
 	})
 	if err != nil {
@@ -151,8 +159,8 @@ func Open(path string, timeout time.Duration, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("open task store %s: %w", path, err)
 	}
 	s := &Store{db: db, writes: make(chan *boltWrite, maxBatch), done: make(chan struct{}),
-		codec: newRecordCodec(), reads: newDecodedCache(), sealer: cfg.sealer,
-		log: &wal{base: path, next: next}, heads: map[a2a.TaskID]walHead{}}
+		codec: newRecordCodec(), reads: newDecodedCache(), sealer: cfg.sealer, blobs: cfg.blobs,
+		log: &wal{base: path, next: next}, heads: map[a2a.TaskID]walHead{}, purging: map[a2a.TaskID]bool{}}
 	s.changed = sync.NewCond(&s.amu)
 	s.accepted.Store(next - 1)
 	s.applied.Store(next - 1)
@@ -163,7 +171,7 @@ func Open(path string, timeout time.Duration, opts ...Option) (*Store, error) {
 
 // openBoltFile opens the bbolt file and replays the log into it. On an
 // error db may be open; the caller closes it.
-func openBoltFile(path string, timeout time.Duration) (db *bolt.DB, next uint64, err error) {
+func openBoltFile(path string, timeout time.Duration, blobs *tasks.BlobIndex) (db *bolt.DB, next uint64, err error) {
 	// The free page list is not written with every commit but rebuilt by a
 	// scan when the file is opened: written, it grows with the file and was
 	// most of each commit's pages (a blocking send at 16 senders took about
@@ -174,12 +182,18 @@ func openBoltFile(path string, timeout time.Duration) (db *bolt.DB, next uint64,
 		return nil, 0, err
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketTasks, bucketHeads, bucketEvents, bucketByOwner, bucketUnfinished, bucketPush, bucketMeta} {
+		// A store made before retention has no finished index: it is
+		// built from the tasks' heads, once.
+		indexed := tx.Bucket(bucketFinished) != nil
+		for _, b := range [][]byte{bucketTasks, bucketHeads, bucketEvents, bucketByOwner, bucketUnfinished, bucketPush, bucketMeta, bucketFinished, bucketBlobRefs} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
-		return nil
+		if indexed {
+			return nil
+		}
+		return indexFinished(tx)
 	})
 	if errors.Is(err, bolt.ErrIncompatibleValue) {
 		return db, 0, fmt.Errorf("%s is damaged: one of its buckets is not a bucket: %w", filepath.Base(path), tasks.ErrCorrupt)
@@ -187,7 +201,7 @@ func openBoltFile(path string, timeout time.Duration) (db *bolt.DB, next uint64,
 	if err != nil {
 		return db, 0, fmt.Errorf("init: %w", err)
 	}
-	next, err = replayWAL(db, path)
+	next, err = replayWAL(db, path, blobs)
 	return db, next, err
 }
 
@@ -310,7 +324,7 @@ func checkBoltFile(path string) error {
 // deletes the log. It returns the sequence number the next record gets.
 // Damage planWAL refuses is returned as its *LogDamageError, the log left
 // as it is.
-func replayWAL(db *bolt.DB, path string) (uint64, error) {
+func replayWAL(db *bolt.DB, path string, blobs *tasks.BlobIndex) (uint64, error) {
 	applied, err := logApplied(db)
 	if err != nil {
 		return 0, err
@@ -334,6 +348,9 @@ func replayWAL(db *bolt.DB, path string) (uint64, error) {
 	if d := plan.torn; d != nil {
 		slog.Default().Warn("task store log: dropped the end of a write a crash cut short",
 			slog.String("file", d.path), slog.Int("offset", d.off), slog.Int("bytes", d.end-d.off), slog.Uint64("from_record", d.from))
+	}
+	for _, a := range plan.recs {
+		a.refs = blobNames(blobs, a.id, a.rec)
 	}
 	if err := applyRecords(db, plan.recs, applied, 0); err != nil {
 		return 0, err
@@ -596,6 +613,9 @@ func (s *Store) commit(batch []*boltWrite, recs []*walAppend) []*walAppend {
 	stored := s.storedHeads(batch)
 	queued := batch[:0]
 	for _, w := range batch {
+		if w.purge != nil {
+			s.holdForPurge(w.purge, moved)
+		}
 		if w.app == nil {
 			queued = append(queued, w)
 			continue
@@ -756,6 +776,12 @@ func (s *Store) check(a *walAppend, moved map[a2a.TaskID]walHead, stored map[a2a
 		}
 	}
 	if ok && !bytes.Equal(h.owner, a.owner) {
+		return tasks.ErrNotFound
+	}
+	s.amu.Lock()
+	purging := s.purging[a.id]
+	s.amu.Unlock()
+	if purging { // finished, so no append fits it anyway
 		return tasks.ErrNotFound
 	}
 	// What bbolt would refuse is refused here, before it is logged: once
@@ -1034,6 +1060,7 @@ func (s *Store) Append(ctx context.Context, next *tasks.Snapshot, events []a2a.E
 	if a.rec, err = s.codec.encode(next, known); err != nil {
 		return fmt.Errorf("append to task %s: encode snapshot: %w", id, err)
 	}
+	a.refs = blobNames(s.blobs, id, a.rec)
 	if err := s.update(ctx, &boltWrite{app: a}); err != nil {
 		return fmt.Errorf("append to task %s: %w", id, err)
 	}
@@ -1049,6 +1076,7 @@ func applyAppend(tx *bolt.Tx, a *walAppend) error {
 	// their end: pages split full instead of half full, and bbolt writes
 	// and keeps fewer of them.
 	heads.FillPercent, taskb.FillPercent, events.FillPercent = 0.9, 0.9, 0.9
+	finished := tx.Bucket(bucketFinished) // nil in a store recovered before it had one: Open builds it
 	var prev uint64
 	if hb := heads.Get(id); hb != nil {
 		h, err := decodeHead(hb)
@@ -1061,6 +1089,11 @@ func applyAppend(tx *bolt.Tx, a *walAppend) error {
 		prev = h.version
 		if err := tx.Bucket(bucketByOwner).Delete(append(bytes.Clone(a.owner), indexSuffix(h.updated, a.id)...)); err != nil {
 			return err
+		}
+		if finished != nil {
+			if err := finished.Delete(finishedKey(h.updated, a.id)); err != nil {
+				return err
+			}
 		}
 	}
 	if a.version != prev+a.events {
@@ -1079,6 +1112,9 @@ func applyAppend(tx *bolt.Tx, a *walAppend) error {
 		return err
 	}
 	if err := tx.Bucket(bucketByOwner).Put(append(bytes.Clone(a.owner), indexSuffix(updated, a.id)...), a.index); err != nil {
+		return err
+	}
+	if err := indexRetained(tx, finished, a, updated); err != nil {
 		return err
 	}
 	if a.unfinished {

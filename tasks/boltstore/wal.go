@@ -138,6 +138,10 @@ type walAppend struct {
 	index      []byte // the by-owner index value: state, 0, context id
 	encoded    []byte // the events value; empty when events is 0
 	rec        []byte // the task record
+
+	// refs are the blobs rec names (tasks.BlobIndex): not logged, but
+	// read from rec again on replay.
+	refs []string
 }
 
 // newSegmentHeader returns a segment header with a fresh salt, and the CRC

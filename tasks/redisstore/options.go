@@ -16,6 +16,8 @@ func (f optionFunc) apply(c *config) { f(c) }
 type config struct {
 	timeout time.Duration
 	sealer  *tasks.Sealer // nil: push secrets stored as given
+	keep    tasks.Retention
+	blobs   *tasks.BlobIndex
 }
 
 func defaultConfig() config { return config{timeout: 2 * time.Second} }
@@ -39,4 +41,19 @@ func WithTimeout(d time.Duration) Option {
 // [tasks.ErrUnsealable].
 func WithSealer(s *tasks.Sealer) Option {
 	return optionFunc(func(c *config) { c.sealer = s })
+}
+
+// WithRetention has Redis expire the keys of a finished task on its own,
+// [ExpiryGrace] after the window r gives its tenant, so that memory stays
+// bounded even when no purge runs; a purge ([Store.Purge]) normally deletes
+// the task first, with its index entries. Without it no key expires.
+func WithRetention(r tasks.Retention) Option {
+	return optionFunc(func(c *config) { c.keep = r })
+}
+
+// WithBlobIndex has the store keep which blobs each task names, so that
+// [Store.Purge] reports the blobs no kept task names any more. Without it a
+// purge reports none.
+func WithBlobIndex(x tasks.BlobIndex) Option {
+	return optionFunc(func(c *config) { c.blobs = &x })
 }

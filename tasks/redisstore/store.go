@@ -40,8 +40,12 @@ var ErrUnavailable = errors.New("store unavailable")
 // hash "push:<id>" of push configs with their delivery state (field = config
 // id). Per owner a sorted set "owner:<owner>" indexes the tasks newest first;
 // the set "unfinished" holds submitted and working tasks, and "pushtasks" the
-// tasks that have push configs. No key has a TTL: tasks and their logs are
-// the record of what the agent did, as in the embedded store.
+// tasks that have push configs; the sorted set "finished" (score: the update
+// time in milliseconds) the finished tasks, and a set "blob:<digest>" per
+// blob the tasks that name it (see [WithBlobIndex]). With [WithRetention] a
+// finished task's keys expire a while after its window (see retention.go);
+// otherwise no key has a TTL: tasks and their logs are the record of what
+// the agent did, as in the embedded store.
 //
 // Push configs' tokens and credentials are sealed with [WithSealer]'s keys
 // before they reach Redis; without it they are stored as given.
@@ -54,6 +58,8 @@ type Store struct {
 	timeout time.Duration
 	closed  atomic.Bool
 	sealer  *tasks.Sealer // nil: push secrets stored as given
+	keep    tasks.Retention
+	blobs   *tasks.BlobIndex
 }
 
 var _ tasks.Store = (*Store)(nil)
@@ -88,7 +94,8 @@ func Open(ctx context.Context, url string, namespace string, opts ...Option) (*S
 			return d.DialContext(ctx, "unix", addr)
 		}
 	}
-	s := &Store{rdb: redis.NewUniversalClient(uo), prefix: "handoff:{" + namespace + "}:", timeout: cfg.timeout, sealer: cfg.sealer}
+	s := &Store{rdb: redis.NewUniversalClient(uo), prefix: "handoff:{" + namespace + "}:", timeout: cfg.timeout, sealer: cfg.sealer,
+		keep: cfg.keep, blobs: cfg.blobs}
 	cctx, cancel := s.bound(ctx)
 	defer cancel()
 	if err := s.rdb.Ping(cctx).Err(); err != nil {
@@ -319,12 +326,17 @@ func scriptErr(code int64) error {
 }
 
 // appendScript checks the stored version and owner, then writes the events,
-// the snapshot, the owner index and the unfinished set. Every check comes
-// before the first write: a Lua script that stops half-way is not rolled back.
+// the snapshot, the owner index, the unfinished set, and what retention
+// needs: the finished index, the blobs the task names, the keys' expiry.
+// Every check comes before the first write: a Lua script that stops
+// half-way is not rolled back.
 //
-// KEYS: task hash, event stream, owner index, unfinished set.
+// KEYS: task hash, event stream, owner index, unfinished set, finished
+// index, push hash, then the blob sets of the blobs the task names.
 // ARGV: owner, next version, event count, snapshot, index member,
-// unfinished ("1" or "0"), task id, then the events.
+// unfinished ("1" or "0"), task id, finished score (empty unless the task
+// is finished), expiry in milliseconds ("0": none), the blobs' digests
+// (space-separated), then the events.
 var appendScript = redis.NewScript(`
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'version', 'member')
 local prev = 0
@@ -343,7 +355,7 @@ if nextv ~= prev + n then
 	return 2
 end
 for i = 1, n do
-	redis.call('XADD', KEYS[2], string.format('0-%d', prev + i), 'e', ARGV[7 + i])
+	redis.call('XADD', KEYS[2], string.format('0-%d', prev + i), 'e', ARGV[10 + i])
 end
 if cur[3] then redis.call('ZREM', KEYS[3], cur[3]) end
 redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'version', ARGV[2], 'member', ARGV[5], 'record', ARGV[4])
@@ -352,6 +364,17 @@ if ARGV[6] == '1' then
 	redis.call('SADD', KEYS[4], ARGV[7])
 else
 	redis.call('SREM', KEYS[4], ARGV[7])
+end
+if ARGV[8] ~= '' then redis.call('ZADD', KEYS[5], ARGV[8], ARGV[7]) end
+if ARGV[10] ~= '' then
+	redis.call('HSET', KEYS[1], 'blobs', ARGV[10])
+	for i = 7, #KEYS do redis.call('SADD', KEYS[i], ARGV[7]) end
+end
+local ttl = tonumber(ARGV[9])
+if ttl and ttl > 0 then
+	redis.call('PEXPIRE', KEYS[1], ttl)
+	redis.call('PEXPIRE', KEYS[2], ttl)
+	redis.call('PEXPIRE', KEYS[6], ttl)
 end
 return 0
 `)
@@ -371,9 +394,12 @@ func (s *Store) Append(ctx context.Context, next *tasks.Snapshot, events []a2a.E
 	if tasks.IsUnfinished(next.Task.Status.State) {
 		unfinished = "1"
 	}
-	args := make([]any, 0, 7+len(events))
+	score, ttl := s.retained(next)
+	blobs := blobNames(s.blobs, next.Task, rec)
+	args := make([]any, 0, 10+len(events))
 	args = append(args, ownerID(next.Owner), strconv.FormatUint(next.Version, 10), len(events), rec,
-		indexMember(next.Updated, id, next.Task.Status.State, next.Task.ContextID), unfinished, string(id))
+		indexMember(next.Updated, id, next.Task.Status.State, next.Task.ContextID), unfinished, string(id),
+		score, ttl, strings.Join(blobs, " "))
 	for _, ev := range events {
 		b, err := json.Marshal(a2a.StreamResponse{Event: ev})
 		if err != nil {
@@ -386,7 +412,10 @@ func (s *Store) Append(ctx context.Context, next *tasks.Snapshot, events []a2a.E
 		return fmt.Errorf("append to task %s: %w", id, err)
 	}
 	defer cancel()
-	keys := []string{s.taskKey(id), s.eventsKey(id), s.ownerIndexKey(next.Owner), s.unfinishedKey()}
+	keys := []string{s.taskKey(id), s.eventsKey(id), s.ownerIndexKey(next.Owner), s.unfinishedKey(), s.finishedKey(), s.pushKey(id)}
+	for _, d := range blobs {
+		keys = append(keys, s.blobKey(d))
+	}
 	code, err := appendScript.Run(c, s.rdb, keys, args...).Int64()
 	if err != nil {
 		return fmt.Errorf("append to task %s: %w", id, s.fail(ctx, err))
@@ -492,6 +521,7 @@ func (s *Store) List(ctx context.Context, q tasks.ListQuery) (*tasks.ListPage, e
 	}
 	page := &tasks.ListPage{}
 	var ids []a2a.TaskID
+	var mems []string
 	var last []byte
 	for _, m := range members {
 		e, ok := parseIndexMember([]byte(m))
@@ -510,6 +540,7 @@ func (s *Store) List(ctx context.Context, q tasks.ListQuery) (*tasks.ListPage, e
 			continue // keep counting TotalSize
 		}
 		ids = append(ids, e.id)
+		mems = append(mems, m)
 		last = e.cursor
 	}
 	if len(ids) == 0 {
@@ -524,7 +555,13 @@ func (s *Store) List(ctx context.Context, q tasks.ListQuery) (*tasks.ListPage, e
 		return nil, fmt.Errorf("list tasks: %w", s.fail(ctx, err))
 	}
 	for i, id := range ids {
-		// A task in the index has a snapshot: both are written by one script.
+		// A task in the index has a snapshot (both are written by one
+		// script) unless its keys expired before a purge came (retention.go).
+		if errors.Is(recs[i].Err(), redis.Nil) {
+			page.TotalSize--
+			s.dropExpired(ctx, q.Owner, id, mems[i])
+			continue
+		}
 		snap, err := record.Decode(id, []byte(recs[i].Val()))
 		if err != nil {
 			return nil, fmt.Errorf("list tasks: %w", err)
