@@ -258,6 +258,21 @@ func (d *Dispatcher) touch(ctx context.Context) {
 			d.cfg.logger.Warn("push: another replica took over deliveries", slog.String("task_id", string(task)))
 		}
 	}
+	// A request to retry made on another replica reaches a task this one
+	// holds only through the store: its workers read their state again.
+	d.mu.Lock()
+	for _, task := range locked {
+		for _, w := range d.workers {
+			if w.task == task {
+				w.reload = true
+				select {
+				case w.wake <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+	d.mu.Unlock()
 }
 
 func pause(ctx context.Context, d time.Duration) {
