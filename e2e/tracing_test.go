@@ -75,7 +75,7 @@ func newOTLPReceiver(t *testing.T) *otlpReceiver {
 					}
 					r.spans = append(r.spans, otlpSpan{service: service, name: s.Name, kind: s.Kind.String(), attrs: attrs,
 						errored: s.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR,
-						trace: hex.EncodeToString(s.TraceId), span: hex.EncodeToString(s.SpanId), parent: hex.EncodeToString(s.ParentSpanId)})
+						trace:   hex.EncodeToString(s.TraceId), span: hex.EncodeToString(s.SpanId), parent: hex.EncodeToString(s.ParentSpanId)})
 				}
 			}
 		}
