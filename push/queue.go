@@ -260,15 +260,17 @@ func (d *Dispatcher) touch(ctx context.Context) {
 	}
 	// A request to retry made on another replica reaches a task this one
 	// holds only through the store: its workers read their state again.
-	d.mu.Lock()
+	held := make(map[a2a.TaskID]bool, len(locked))
 	for _, task := range locked {
-		for _, w := range d.workers {
-			if w.task == task {
-				w.reload = true
-				select {
-				case w.wake <- struct{}{}:
-				default:
-				}
+		held[task] = true
+	}
+	d.mu.Lock()
+	for _, w := range d.workers {
+		if held[w.task] {
+			w.reload = true
+			select {
+			case w.wake <- struct{}{}:
+			default:
 			}
 		}
 	}
