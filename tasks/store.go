@@ -173,7 +173,8 @@ type Store interface {
 	// their delivery state; with task empty, those of every task.
 	PushDeliveries(ctx context.Context, task a2a.TaskID) ([]*PushDelivery, error)
 	// UpdatePushDelivery stores the delivery state of d's config, leaving
-	// the config itself as it is; ErrNotFound if the config was deleted.
+	// the config itself and its Retries as they are; ErrNotFound if the
+	// config was deleted.
 	UpdatePushDelivery(ctx context.Context, d *PushDelivery) error
 
 	// Close releases the store. Calls after Close fail.
