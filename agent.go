@@ -312,6 +312,7 @@ func (a *Agent) Handler(base string) (http.Handler, error) {
 	mux.Handle("POST "+pathJSONRPC+"/{$}", jsonrpc) // where a widely used test client posts
 	mux.Handle(pathREST+"/", face.REST(pathREST))
 	mux.Handle("GET /a2a/push/status", face.Authenticated(http.HandlerFunc(a.pushStatus)))
+	mux.Handle("POST /a2a/push/retry", face.Authenticated(http.HandlerFunc(a.pushRetry)))
 	mux.Handle("GET /a2a/audit", face.Authenticated(http.HandlerFunc(a.auditList)))
 	mux.Handle("GET /a2a/delegations", face.Authenticated(http.HandlerFunc(a.delegationsList)))
 	mux.Handle("GET /a2a/ledger", face.Authenticated(http.HandlerFunc(a.ledgerList)))

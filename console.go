@@ -60,6 +60,7 @@ func (a *Agent) routeConsole(mux *http.ServeMux, base string, face *a2ahttp.Face
 		IsApprover:   a.isApprover,
 		Reports:      reports,
 		Blob:         http.HandlerFunc(a.blob),
+		PushRetry:    http.HandlerFunc(a.pushRetry),
 		// The cookie is Secure when browsers reach the agent over https: a
 		// public_url of https (TLS ends at a proxy in front of us), or a
 		// request that came over TLS. On plain http a Secure cookie would

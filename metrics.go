@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -133,19 +134,42 @@ func (o observedModel) Complete(ctx context.Context, r model.Request) (model.Rep
 }
 
 // observedIndex reports delegations as the delegate skill indexes them: a
-// new one when it is first written, a gate decision each time one is.
+// new one when it is first written, a gate decision each time one is. With
+// tracing, each delegation this process saw start becomes a span,
+// handoff.delegation, from its start to the gate's decision, under the
+// task's execution (one resumed after a restart has no start here, and no
+// span: its execution's span covers it).
 type observedIndex struct {
 	commitLedger
-	m *metrics.Registry
+	m      *metrics.Registry // nil: no metrics
+	tracer trace.Tracer      // nil: no spans
+	starts sync.Map          // delegation id → time.Time it started
 }
 
-func (o observedIndex) Track(ctx context.Context, d *acceptance.Delegation) error {
+func (o *observedIndex) Track(ctx context.Context, d *acceptance.Delegation) error {
 	err := o.commitLedger.Track(ctx, d)
 	switch {
 	case d.Outcome != "":
-		o.m.GateDecided(d.Skill, d.Peer, d.Outcome)
+		if o.m != nil {
+			o.m.GateDecided(d.Skill, d.Peer, d.Outcome)
+		}
+		if start, ok := o.starts.LoadAndDelete(d.TaskID); ok && o.tracer != nil {
+			_, span := o.tracer.Start(ctx, "handoff.delegation", trace.WithTimestamp(start.(time.Time)), trace.WithSpanKind(trace.SpanKindInternal),
+				trace.WithAttributes(attribute.String("handoff.skill", d.Skill), attribute.String("handoff.peer", d.Peer),
+					attribute.String("handoff.delegation_id", d.TaskID), attribute.String("handoff.remote_task_id", d.RemoteTaskID),
+					attribute.String("handoff.gate.outcome", d.Outcome)))
+			if d.Outcome != acceptance.Committed.String() {
+				span.SetStatus(codes.Error, d.Reason)
+			}
+			span.End()
+		}
 	case d.RemoteTaskID == "" && d.RemoteState == "":
-		o.m.DelegationStarted(d.Skill, d.Peer)
+		if o.m != nil {
+			o.m.DelegationStarted(d.Skill, d.Peer)
+		}
+		if o.tracer != nil {
+			o.starts.Store(d.TaskID, time.Now())
+		}
 	}
 	return err
 }

@@ -98,7 +98,11 @@ func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	gate, err := acceptance.NewGate(contracts, ledger, skill.GateTools(t.governed()))
+	var gateOpts []acceptance.Option
+	if tel.tracing != nil { // each decision a span, its verifiers' calls under it
+		gateOpts = append(gateOpts, acceptance.WithTracerProvider(tel.tracing.Provider()))
+	}
+	gate, err := acceptance.NewGate(contracts, ledger, skill.GateTools(t.governed()), gateOpts...)
 	if err != nil {
 		ledger.Close()
 		return nil, fmt.Errorf("%s: %w", c.path, err)
@@ -112,8 +116,8 @@ func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Log
 	}
 	d := &delegating{ledger: ledger, artifacts: arts}
 	var index skill.Index = ledger
-	if tel.metrics != nil {
-		index = observedIndex{ledger, tel.metrics}
+	if tel.metrics != nil || tel.tracing != nil {
+		index = &observedIndex{commitLedger: ledger, m: tel.metrics, tracer: tel.tracer()}
 	}
 	var sopts []delegation.SenderOption
 	if tel.tracing != nil { // each request to a peer a span, its traceparent sent on

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/handoff-a2a/handoff/internal/jcs"
 )
@@ -39,6 +42,9 @@ type Completion struct {
 	// Artifacts are the peer's artifacts, matched to the contract by Name. An artifact's data
 	// is its first data part.
 	Artifacts []*a2a.Artifact
+	// Peer names the peer that completed (its name in the config); empty
+	// for an agent's own results. Only the gate's span shows it.
+	Peer string
 	// Attempt counts the decisions already made for this delegation: 0 the first time, 1 on
 	// the first re-verification. The caller keeps it in its durable delegation record, so the
 	// bound holds across restarts.
@@ -183,7 +189,42 @@ func (r *report) add(name string, v verdict, format string, args ...any) {
 // commits it to the ledger. See the package documentation for the outcome of each check. An
 // error means the gate could not decide (no contract, a non-terminal state, the ledger failed,
 // ctx ended); the caller records Unknown.
-func (g *Gate) Decide(ctx context.Context, skill string, c Completion) (Decision, error) {
+func (g *Gate) Decide(ctx context.Context, skill string, c Completion) (d Decision, err error) {
+	if g.cfg.tracer != nil {
+		var span trace.Span
+		ctx, span = g.cfg.tracer.Start(ctx, "handoff.gate.decide", trace.WithAttributes(attribute.String("handoff.skill", skill),
+			attribute.String("handoff.peer", c.Peer), attribute.String("handoff.delegation_id", c.DelegationID), attribute.Int("handoff.gate.attempt", c.Attempt)))
+		defer func() { endDecideSpan(span, d, err) }()
+	}
+	return g.decide(ctx, skill, c)
+}
+
+// endDecideSpan ends a decision's span with its outcome; anything but a
+// commit is an error, with the failed checks (or the error) as its
+// description.
+func endDecideSpan(span trace.Span, d Decision, err error) {
+	outcome := d.Outcome.String()
+	if err != nil {
+		outcome = Unknown.String()
+	}
+	span.SetAttributes(attribute.String("handoff.gate.outcome", outcome), attribute.Int("handoff.gate.checks", len(d.Reasons)))
+	switch {
+	case err != nil:
+		span.SetStatus(codes.Error, err.Error())
+	case d.Outcome != Committed:
+		var failed []string
+		for _, c := range d.Reasons {
+			if !c.Passed {
+				failed = append(failed, c.Name+": "+c.Reason)
+			}
+		}
+		span.SetStatus(codes.Error, outcome+": "+strings.Join(failed, "; "))
+	}
+	span.End()
+}
+
+// decide is Decide without its span.
+func (g *Gate) decide(ctx context.Context, skill string, c Completion) (Decision, error) {
 	contract, ok := g.contracts[skill]
 	if !ok {
 		return Decision{}, fmt.Errorf("skill %q: %w", skill, ErrNoContract)

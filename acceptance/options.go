@@ -1,6 +1,10 @@
 package acceptance
 
-import "time"
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+)
 
 // An Option configures a [Gate].
 type Option interface{ apply(*config) }
@@ -13,6 +17,7 @@ func (f optionFunc) apply(c *config) { f(c) }
 type config struct {
 	maxReverify int
 	now         func() time.Time
+	tracer      trace.Tracer // nil: no spans
 }
 
 // WithMaxReverify bounds how many times an Unknown is decided again before it settles. The
@@ -21,6 +26,15 @@ func WithMaxReverify(n int) Option { return optionFunc(func(c *config) { c.maxRe
 
 // WithClock sets the clock freshness is judged by. The default is time.Now.
 func WithClock(now func() time.Time) Option { return optionFunc(func(c *config) { c.now = now }) }
+
+// WithTracerProvider makes each [Gate.Decide] a span, handoff.gate.decide,
+// with tp's tracer: a child of the span in its context (the task's
+// execution), with the skill, the peer, the outcome and the number of
+// checks, in error unless the completion was committed. The verifiers'
+// tool calls run under it. By default the gate makes no spans.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(c *config) { c.tracer = tp.Tracer("github.com/handoff-a2a/handoff/acceptance") })
+}
 
 // newConfig applies the defaults, then opts.
 func newConfig(opts []Option) config {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -23,6 +25,8 @@ type otlpSpan struct {
 	service, name       string
 	trace, span, parent string
 	kind                string
+	attrs               map[string]string // string and int values, as text
+	errored             bool              // its status is an error
 }
 
 // otlpReceiver is an OTLP/HTTP traces endpoint that decodes the
@@ -61,8 +65,17 @@ func newOTLPReceiver(t *testing.T) *otlpReceiver {
 			}
 			for _, ss := range rs.ScopeSpans {
 				for _, s := range ss.Spans {
-					r.spans = append(r.spans, otlpSpan{service: service, name: s.Name, kind: s.Kind.String(),
-						trace: hex.EncodeToString(s.TraceId), span: hex.EncodeToString(s.SpanId), parent: hex.EncodeToString(s.ParentSpanId)})
+					attrs := map[string]string{}
+					for _, kv := range s.Attributes {
+						if v, ok := kv.Value.GetValue().(*commonpb.AnyValue_IntValue); ok {
+							attrs[kv.Key] = fmt.Sprint(v.IntValue)
+						} else {
+							attrs[kv.Key] = kv.Value.GetStringValue()
+						}
+					}
+					r.spans = append(r.spans, otlpSpan{service: service, name: s.Name, kind: s.Kind.String(), attrs: attrs,
+						errored: s.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR,
+						trace:   hex.EncodeToString(s.TraceId), span: hex.EncodeToString(s.SpanId), parent: hex.EncodeToString(s.ParentSpanId)})
 				}
 			}
 		}
@@ -163,6 +176,37 @@ tool_contracts: [{tool: notes__stats, effect: read, risk: low, approval: none}]
 	for _, want := range []string{"front handoff.task.execute", "middle handoff.task.execute", "back handoff.task.execute", "back mcp.call notes__stats", "front handoff.store.append"} {
 		if !names[want] {
 			t.Errorf("no span %q in the trace; spans: %v", want, names)
+		}
+	}
+
+	// Each delegating agent's gate decision and its delegation are spans of
+	// their own under the task's execution, with the skill, the peer and the
+	// outcome; a commit is no error.
+	byID := map[string]otlpSpan{}
+	for _, s := range spans {
+		byID[s.span] = s
+	}
+	for _, c := range []struct{ service, skill, peer string }{{"front", "count-all", "middle"}, {"middle", "count", "back"}} {
+		for _, name := range []string{"handoff.gate.decide", "handoff.delegation"} {
+			var found *otlpSpan
+			for _, s := range spans {
+				if s.trace == trace && s.service == c.service && s.name == name {
+					found = &s
+				}
+			}
+			if found == nil {
+				t.Errorf("%s: no %s span in the trace", c.service, name)
+				continue
+			}
+			if p := byID[found.parent]; p.name != "handoff.task.execute" || p.service != c.service {
+				t.Errorf("%s: %s's parent is %q of %s, want %s's handoff.task.execute", c.service, name, p.name, p.service, c.service)
+			}
+			if found.attrs["handoff.skill"] != c.skill || found.attrs["handoff.peer"] != c.peer || found.attrs["handoff.gate.outcome"] != "committed" || found.errored {
+				t.Errorf("%s: %s attributes %v (error %v), want skill %s, peer %s, committed, no error", c.service, name, found.attrs, found.errored, c.skill, c.peer)
+			}
+			if name == "handoff.gate.decide" && (found.attrs["handoff.gate.checks"] == "" || found.attrs["handoff.gate.checks"] == "0") {
+				t.Errorf("%s: gate span counts %q checks, want some", c.service, found.attrs["handoff.gate.checks"])
+			}
 		}
 	}
 

@@ -60,6 +60,7 @@ type worker struct {
 	task   a2a.TaskID
 	config string
 	nudged bool // there may be more to deliver; guarded by Dispatcher.mu
+	reload bool // the stored state changed (a retry was asked for); guarded by Dispatcher.mu
 	wake   chan struct{}
 
 	// Only the worker's goroutine touches these: the config's state as last
@@ -197,6 +198,11 @@ func (d *Dispatcher) done(key string, w *worker) bool {
 func (d *Dispatcher) work(ctx context.Context, key string, w *worker) {
 	defer d.wg.Done()
 	for ctx.Err() == nil {
+		d.mu.Lock()
+		if w.reload { // read the state again: a request to retry is in it
+			w.reload, w.pd = false, nil
+		}
+		d.mu.Unlock()
 		more, wait, err := d.step(ctx, w)
 		if err != nil && ctx.Err() != nil {
 			return // stopping: the state stored so far is where the next start resumes
@@ -214,11 +220,14 @@ func (d *Dispatcher) work(ctx context.Context, key string, w *worker) {
 			}
 			continue
 		}
+		// A wake-up ends the wait early: it may be a request to retry now.
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
+		case <-w.wake:
+			t.Stop()
 		case <-t.C:
 		}
 	}
@@ -239,6 +248,15 @@ func (d *Dispatcher) step(ctx context.Context, w *worker) (more bool, wait time.
 		}
 		if w.pd == nil {
 			return false, 0, nil // the config was deleted
+		}
+	}
+	if len(w.pd.Retries) > 0 {
+		if err := d.takeRetries(ctx, w); err != nil {
+			w.pd, w.queue = nil, nil // start again from what is stored
+			if errGone(err) {
+				return false, 0, nil
+			}
+			return true, 0, fmt.Errorf("retry: %w", err)
 		}
 	}
 	pd := w.pd

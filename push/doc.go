@@ -24,7 +24,11 @@
 // event of a task's durable log to each of its push configs, in order,
 // when [Dispatcher.Notify] says the task has new events. A delivery that
 // fails is retried with backoff ([WithRetries], [WithBackoff]), then
-// dead-lettered; [Statuses] says where each config's deliveries stand. The
+// dead-lettered; [Statuses] says where each config's deliveries stand.
+// [Dispatcher.Retry] is an operator's "retry now": it stores a request
+// beside the config ([RetryStore]) that the config's own worker carries
+// out, sending a dead letter once more or trying a retrying event without
+// waiting out its backoff. The
 // config's owner sees an HTTP status, a refusal by the guard, or
 // [ReasonFailed] for every delivery that got no HTTP answer (refused,
 // reset, timed out, TLS): which one it was would tell the owner what a

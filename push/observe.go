@@ -41,3 +41,25 @@ func observeAttempt(o Observer, ev a2a.Event, delivered, dead bool, took time.Du
 	}
 	o.DeliveryAttempt(outcome, took, lag)
 }
+
+// Outcomes of an operator's request to retry ([Dispatcher.Retry]), as a
+// [RetryObserver] hears them, one per event the request names.
+const (
+	// RetryDelivered: a dead letter was sent once more, and taken.
+	RetryDelivered = "delivered"
+	// RetryFailed: a dead letter was sent once more, and refused; it stays.
+	RetryFailed = "failed"
+	// RetryNow: the event being retried was made due at once.
+	RetryNow = "now"
+	// RetryStale: the event had been delivered (or redelivered) already.
+	RetryStale = "stale"
+)
+
+// A RetryObserver is an [Observer] that also hears how operators' requests
+// to retry end. It is called on the delivery workers.
+type RetryObserver interface {
+	Observer
+	// Retried reports one event of a request: RetryDelivered, RetryFailed,
+	// RetryNow or RetryStale.
+	Retried(outcome string)
+}

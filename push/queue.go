@@ -258,6 +258,23 @@ func (d *Dispatcher) touch(ctx context.Context) {
 			d.cfg.logger.Warn("push: another replica took over deliveries", slog.String("task_id", string(task)))
 		}
 	}
+	// A request to retry made on another replica reaches a task this one
+	// holds only through the store: its workers read their state again.
+	held := make(map[a2a.TaskID]bool, len(locked))
+	for _, task := range locked {
+		held[task] = true
+	}
+	d.mu.Lock()
+	for _, w := range d.workers {
+		if held[w.task] {
+			w.reload = true
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+	d.mu.Unlock()
 }
 
 func pause(ctx context.Context, d time.Duration) {

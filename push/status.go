@@ -40,6 +40,9 @@ type Status struct {
 	LastError string `json:"last_error,omitempty"`
 	// Dead lists the events given up on after their retries.
 	Dead []tasks.DeadDelivery `json:"dead,omitempty"`
+	// Retries are the operators' requests to retry the delivery worker has
+	// yet to handle ([Dispatcher.Retry]).
+	Retries []tasks.PushRetry `json:"retries,omitempty"`
 }
 
 // Statuses lists every push config's delivery state; with owner set, only
@@ -55,7 +58,7 @@ func Statuses(ctx context.Context, store StatusStore, owner *tasks.Owner) ([]Sta
 			continue
 		}
 		s := Status{TaskID: pd.Config.TaskID, ConfigID: pd.Config.ID, URL: tasks.MaskedURL(pd.Config.URL),
-			Delivered: pd.DeliveredCount, Attempts: pd.Attempts, NextRetry: pd.NextAttempt, LastError: pd.LastError, Dead: pd.Dead}
+			Delivered: pd.DeliveredCount, Attempts: pd.Attempts, NextRetry: pd.NextAttempt, LastError: pd.LastError, Dead: pd.Dead, Retries: pd.Retries}
 		if snap, err := store.Get(ctx, pd.Owner, pd.Config.TaskID); err == nil && snap.Version > pd.Delivered {
 			s.Pending = snap.Version - pd.Delivered
 		}

@@ -100,6 +100,27 @@ type PushDelivery struct {
 	DeliveredCount int `json:"delivered_count,omitempty"`
 	// Dead lists the events whose delivery was given up.
 	Dead []DeadDelivery `json:"dead,omitempty"`
+	// Retries are the operators' requests to deliver now that the delivery
+	// worker has not yet taken. UpdatePushDelivery leaves them as stored:
+	// the stores' AddPushRetry and RemovePushRetry alone change them, so a
+	// worker writing its state never loses a request made meanwhile.
+	Retries []PushRetry `json:"retries,omitempty"`
+}
+
+// PushRetry is an operator's request to deliver an event of a push config
+// now: a dead letter once more, or the event being retried without waiting
+// out its backoff. It is stored with the config until the delivery worker
+// has handled it, so a restart does not lose it.
+type PushRetry struct {
+	// ID names the request.
+	ID string `json:"id"`
+	// Seq is the event to deliver; 0 asks for every dead letter of the
+	// config and the event being retried, if any.
+	Seq uint64 `json:"seq,omitempty"`
+	// By is the operator who asked (the caller's principal).
+	By string `json:"by"`
+	// At is when the request was made.
+	At time.Time `json:"at"`
 }
 
 // A PushJob is one entry of the push delivery queue that replicas share
@@ -159,7 +180,8 @@ type Store interface {
 	// their delivery state; with task empty, those of every task.
 	PushDeliveries(ctx context.Context, task a2a.TaskID) ([]*PushDelivery, error)
 	// UpdatePushDelivery stores the delivery state of d's config, leaving
-	// the config itself as it is; ErrNotFound if the config was deleted.
+	// the config itself and its Retries as they are; ErrNotFound if the
+	// config was deleted.
 	UpdatePushDelivery(ctx context.Context, d *PushDelivery) error
 
 	// Close releases the store. Calls after Close fail.

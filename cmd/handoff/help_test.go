@@ -37,7 +37,7 @@ func TestHelpSaysDashDash(t *testing.T) {
 	singleDash := regexp.MustCompile(`(?m)(^|[\s\[|(])-[a-z]`)
 	flagName := regexp.MustCompile(`--[a-z][a-z-]*`)
 	subcommands := map[string][]string{
-		"keys": {"gen"}, "card": {"verify", "show"}, "push": {"status"}, "store": {"recover"}, "webhook": {"listen"}, "policy": {"explain", "check", "grants"},
+		"keys": {"gen"}, "card": {"verify", "show"}, "push": {"status", "retry"}, "store": {"recover"}, "webhook": {"listen"}, "policy": {"explain", "check", "grants"},
 	}
 	for _, c := range commands() {
 		names := []string{c.name}

@@ -39,7 +39,7 @@ func commands() []command {
 		{"deny", []string{"URL TASK_ID --reason TEXT"}, "deny a task's waiting tool call: it fails with the reason", runDeny},
 		{"audit", []string{"URL|--data-dir DIR [--task ID] [--json]"}, "list the agent's tool calls (MCP audit log)", runAudit},
 		{"policy", []string{"explain --config FILE --tool T [--args JSON] [--caller P] [--tenant T] [--skill S] [--json]", "check --config FILE [--json]", "grants --data-dir DIR [--revoke ID] [--json]"}, "explain the tool-call policy's decision on a call; check the policy; list or revoke grants", runPolicy},
-		{"push", []string{"status URL|--data-dir DIR [--json]"}, "show where push deliveries stand", runPush},
+		{"push", []string{"status URL|--data-dir DIR [--json]", "retry URL TASK_ID --config ID [--seq N] [--json]"}, "show where push deliveries stand; send a dead letter again, or retry a delivery now", runPush},
 		{"store", []string{"recover --data-dir DIR [--apply] [--json]", "stats --data-dir DIR|--redis URL [--namespace NS] [--json]",
 			"purge --older-than D [--tenant T] [--yes] --data-dir DIR|--redis URL [--namespace NS] [--json]"},
 			"recover the embedded task store after its log was damaged; show what a task store holds; purge finished tasks (dry runs unless --apply or --yes)", runStore},

@@ -349,6 +349,22 @@ func (c *Console) report(w http.ResponseWriter, r *http.Request, _ caller) {
 	h.ServeHTTP(w, r)
 }
 
+// pushRetry answers POST /console/api/push/retry: the caller's request to
+// retry a push delivery, handed to the agent's own handler, which checks
+// that the config is the caller's.
+func (c *Console) pushRetry(w http.ResponseWriter, r *http.Request, who caller) {
+	if c.cfg.PushRetry == nil {
+		writeError(w, http.StatusNotFound, "this agent delivers no push notifications")
+		return
+	}
+	if !isJSON(r) {
+		writeError(w, http.StatusUnsupportedMediaType, "send the retry as JSON")
+		return
+	}
+	c.cfg.Logger.Info("console push retry", slog.String("operator", who.name()))
+	c.cfg.PushRetry.ServeHTTP(w, r)
+}
+
 // writeA2AError answers an engine error: a task the caller may not see is
 // not found, a refused request says why, anything else is logged.
 func (c *Console) writeA2AError(w http.ResponseWriter, op string, err error) {

@@ -104,6 +104,11 @@ type Config struct {
 	// "mcp", "push", "ledger", "audit", "delegations"), called with the
 	// caller's principal in the request's context.
 	Reports map[string]http.Handler
+	// PushRetry is the agent's POST /a2a/push/retry handler, which the push
+	// page's "Retry now" buttons reach at POST /console/api/push/retry,
+	// called with the caller's principal in the request's context once the
+	// session's CSRF token checked out. Nil: no such buttons work (404).
+	PushRetry http.Handler
 	// Blob serves a blob of a task's artifacts (GET with path values task
 	// and digest), with the caller's principal in the request's context.
 	Blob http.Handler
@@ -200,6 +205,7 @@ func (c *Console) Handler() http.Handler {
 	mux.Handle("GET "+Prefix+"/api/approvals", c.signedIn(c.approvals))
 	mux.Handle("POST "+Prefix+"/api/approvals/{id}", c.signedIn(c.decide))
 	mux.Handle("GET "+Prefix+"/api/reports/{name}", c.signedIn(c.report))
+	mux.Handle("POST "+Prefix+"/api/push/retry", c.signedIn(c.pushRetry))
 	mux.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()

@@ -36,6 +36,7 @@ type Registry struct {
 	pushAttempts *prometheus.CounterVec
 	pushSeconds  prometheus.Histogram
 	pushLag      prometheus.Histogram
+	pushRetries  *prometheus.CounterVec
 
 	toolCalls   *prometheus.CounterVec
 	toolSeconds *prometheus.HistogramVec
@@ -93,6 +94,10 @@ func New() *Registry {
 		Help:    "Time from a status update to its delivery to a webhook (status updates only: other events carry no time).",
 		Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 30, 60, 300, 3600},
 	})
+	r.pushRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "handoff_push_retries_total",
+		Help: "Operators' requests to retry push deliveries, one per event, by outcome: delivered (a dead letter sent again and taken), failed (sent again and refused: it stays dead), now (a retrying delivery tried at once) or stale (delivered already).",
+	}, []string{"outcome"})
 	r.toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "handoff_tool_calls_total",
 		Help: "Tool calls through the governed pipeline, by tool (server__tool), policy decision and outcome.",
@@ -125,7 +130,7 @@ func New() *Registry {
 	}, []string{"model", "kind"})
 	r.reg.MustRegister(r.toolCalls, r.toolSeconds, r.delegations, r.gate, r.modelCalls, r.modelSeconds, r.modelTokens)
 	r.reg.MustRegister(r.requests, r.requestSeconds, r.transitions, r.appendSeconds, r.appendEvents, r.appendErrors,
-		r.pushAttempts, r.pushSeconds, r.pushLag,
+		r.pushAttempts, r.pushSeconds, r.pushLag, r.pushRetries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
 }
@@ -163,6 +168,11 @@ func (r *Registry) DeliveryAttempt(outcome string, d, lag time.Duration) {
 	if outcome == "delivered" && lag > 0 {
 		r.pushLag.Observe(lag.Seconds())
 	}
+}
+
+// Retried implements push.RetryObserver.
+func (r *Registry) Retried(outcome string) {
+	r.pushRetries.WithLabelValues(outcome).Inc()
 }
 
 // ToolCall reports one call through the governed pipeline.

@@ -1439,6 +1439,7 @@ func (s *Store) UpdatePushDelivery(ctx context.Context, d *tasks.PushDelivery) e
 		}
 		next := *d
 		next.Owner, next.Config = prev.Owner, prev.Config // a concurrent replace of the config wins
+		next.Retries = prev.Retries                       // requests change only through AddPushRetry and RemovePushRetry
 		b, err := json.Marshal(&next)
 		if err != nil {
 			return err

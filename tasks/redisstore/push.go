@@ -2,8 +2,10 @@ package redisstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +31,12 @@ const maxPushJobs = 100000
 
 func (s *Store) pushQueueKey() string             { return s.prefix + "pushq" }
 func (s *Store) pushLockKey(id a2a.TaskID) string { return s.prefix + "pushlock:" + string(id) }
+
+// pushRetryKey is the hash of a task's requests to retry deliveries now
+// (tasks.PushRetry as JSON), field "<config id>\n<request id>": apart from
+// the configs, so that the scripts that rewrite a config's state need not
+// decode JSON.
+func (s *Store) pushRetryKey(id a2a.TaskID) string { return s.prefix + "pushretry:" + string(id) }
 
 // enqueueScript adds a job for a task only if it has push configs, so a
 // commit of the (many) tasks without any costs one cheap call.
@@ -165,7 +173,7 @@ func (s *Store) UnlockPushTask(ctx context.Context, task a2a.TaskID, holder stri
 }
 
 // LaggingPushTasks returns the tasks with a push config that has events
-// left to deliver and no delivery under way (no failed attempt waiting for
+// left to deliver (or an operator's request to retry) and no delivery under way (no failed attempt waiting for
 // its retry): those whose job may have been lost with a replica that died
 // between storing the events and queueing the job.
 func (s *Store) LaggingPushTasks(ctx context.Context) ([]a2a.TaskID, error) {
@@ -194,12 +202,94 @@ func (s *Store) LaggingPushTasks(ctx context.Context) ([]a2a.TaskID, error) {
 	var out []a2a.TaskID
 	for _, pd := range pds {
 		v, err := versions[pd.Config.TaskID].Uint64()
-		if err != nil || pd.Attempts > 0 || pd.Delivered >= v {
-			continue
+		if err != nil || pd.Attempts > 0 || (pd.Delivered >= v && len(pd.Retries) == 0) {
+			continue // a request to retry is work too: its job may have been lost the same way
 		}
 		if len(out) == 0 || out[len(out)-1] != pd.Config.TaskID { // configs come grouped by task
 			out = append(out, pd.Config.TaskID)
 		}
 	}
 	return out, nil
+}
+
+// addRetryScript stores a request to retry if its config exists.
+//
+// KEYS: push hash, push retry hash. ARGV: config id, field, request.
+var addRetryScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 1 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+return 0
+`)
+
+// AddPushRetry stores an operator's request to deliver now beside the push
+// config, where the delivery worker of whichever replica delivers the task
+// finds it (also after a restart); ErrNotFound if the config does not exist.
+func (s *Store) AddPushRetry(ctx context.Context, task a2a.TaskID, config string, r tasks.PushRetry) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("add push retry to %s of task %s: encode: %w", config, task, err)
+	}
+	c, cancel, err := s.start(ctx)
+	if err != nil {
+		return fmt.Errorf("add push retry to %s of task %s: %w", config, task, err)
+	}
+	defer cancel()
+	code, err := addRetryScript.Run(c, s.rdb, []string{s.pushKey(task), s.pushRetryKey(task)}, config, config+"\n"+r.ID, b).Int64()
+	if err == nil {
+		err = scriptErr(code)
+	} else {
+		err = s.fail(ctx, err)
+	}
+	if err != nil {
+		return fmt.Errorf("add push retry to %s of task %s: %w", config, task, err)
+	}
+	return nil
+}
+
+// RemovePushRetry drops a request the delivery worker has handled; one
+// that is gone already is not an error.
+func (s *Store) RemovePushRetry(ctx context.Context, task a2a.TaskID, config, id string) error {
+	c, cancel, err := s.start(ctx)
+	if err != nil {
+		return fmt.Errorf("remove push retry %s from %s of task %s: %w", id, config, task, err)
+	}
+	defer cancel()
+	if err := s.rdb.HDel(c, s.pushRetryKey(task), config+"\n"+id).Err(); err != nil {
+		return fmt.Errorf("remove push retry %s from %s of task %s: %w", id, config, task, s.fail(ctx, err))
+	}
+	return nil
+}
+
+// attachRetries gives each of one task's configs its requests to retry
+// (fields of the task's retry hash), oldest first; a request whose config
+// is gone is left out.
+func attachRetries(pds []*tasks.PushDelivery, fields map[string]string) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	byConfig := map[string]*tasks.PushDelivery{}
+	for _, pd := range pds {
+		byConfig[pd.Config.ID] = pd
+	}
+	for f, v := range fields {
+		config := f[:max(strings.LastIndexByte(f, '\n'), 0)] // a config id may hold a newline, a request id does not
+		pd := byConfig[config]
+		if pd == nil {
+			continue
+		}
+		var r tasks.PushRetry
+		if err := json.Unmarshal([]byte(v), &r); err != nil {
+			return fmt.Errorf("%w: push retry of %s", tasks.ErrCorrupt, config)
+		}
+		pd.Retries = append(pd.Retries, r)
+	}
+	for _, pd := range pds {
+		slices.SortFunc(pd.Retries, func(a, b tasks.PushRetry) int {
+			if c := a.At.Compare(b.At); c != 0 {
+				return c
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
+	}
+	return nil
 }

@@ -618,6 +618,7 @@ func (s *Store) Unfinished(ctx context.Context) ([]*tasks.Snapshot, error) {
 func encodePushState(d *tasks.PushDelivery) ([]byte, error) {
 	st := *d
 	st.Owner, st.Config = tasks.Owner{}, nil
+	st.Retries = nil // kept in a hash of their own (pushRetryKey)
 	return json.Marshal(&st)
 }
 
@@ -747,7 +748,8 @@ func (s *Store) ListPushConfigs(ctx context.Context, owner tasks.Owner, task a2a
 // deletePushScript removes a config if the owner stored it, and the task
 // from the push task set with its last config.
 //
-// KEYS: push hash, push task set. ARGV: config id, owner, task id.
+// KEYS: push hash, push task set, push retry hash. ARGV: config id, owner,
+// task id.
 var deletePushScript = redis.NewScript(`
 local old = redis.call('HGET', KEYS[1], ARGV[1])
 if not old then return 1 end
@@ -756,6 +758,10 @@ if not o then return 3 end
 if o ~= ARGV[2] then return 1 end
 redis.call('HDEL', KEYS[1], ARGV[1])
 if redis.call('HLEN', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[3]) end
+local p = ARGV[1] .. '\n'
+for _, f in ipairs(redis.call('HKEYS', KEYS[3])) do
+	if string.sub(f, 1, #p) == p and not string.find(f, '\n', #p + 1, true) then redis.call('HDEL', KEYS[3], f) end
+end
 return 0
 `)
 
@@ -766,7 +772,7 @@ func (s *Store) DeletePushConfig(ctx context.Context, owner tasks.Owner, task a2
 		return fmt.Errorf("delete push config %s of task %s: %w", id, task, err)
 	}
 	defer cancel()
-	code, err := deletePushScript.Run(c, s.rdb, []string{s.pushKey(task), s.pushTasksKey()}, id, ownerID(owner), string(task)).Int64()
+	code, err := deletePushScript.Run(c, s.rdb, []string{s.pushKey(task), s.pushTasksKey(), s.pushRetryKey(task)}, id, ownerID(owner), string(task)).Int64()
 	if err == nil {
 		err = scriptErr(code)
 	} else {
@@ -794,8 +800,10 @@ func (s *Store) PushDeliveries(ctx context.Context, task a2a.TaskID) ([]*tasks.P
 	}
 	pipe := s.rdb.Pipeline()
 	all := make([]*redis.MapStringStringCmd, len(ids))
+	retries := make([]*redis.MapStringStringCmd, len(ids))
 	for i, t := range ids {
 		all[i] = pipe.HGetAll(c, s.pushKey(a2a.TaskID(t)))
+		retries[i] = pipe.HGetAll(c, s.pushRetryKey(a2a.TaskID(t)))
 	}
 	if len(ids) > 0 {
 		if _, err := pipe.Exec(c); err != nil {
@@ -803,7 +811,7 @@ func (s *Store) PushDeliveries(ctx context.Context, task a2a.TaskID) ([]*tasks.P
 		}
 	}
 	var out []*tasks.PushDelivery
-	for _, cmd := range all {
+	for i, cmd := range all {
 		first := len(out)
 		for _, v := range cmd.Val() {
 			d, err := decodeRedisPush(v)
@@ -814,6 +822,9 @@ func (s *Store) PushDeliveries(ctx context.Context, task a2a.TaskID) ([]*tasks.P
 				return nil, fmt.Errorf("read push deliveries: %w", err)
 			}
 			out = append(out, d)
+		}
+		if err := attachRetries(out[first:], retries[i].Val()); err != nil {
+			return nil, fmt.Errorf("read push deliveries: %w", err)
 		}
 		byID := out[first:]
 		sort.Slice(byID, func(i, j int) bool { return byID[i].Config.ID < byID[j].Config.ID })

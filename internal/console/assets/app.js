@@ -42,7 +42,13 @@ async function call(method, path, body) {
     throw new Error("signed out");
   }
   if (resp.status === 204) return null;
-  const data = await resp.json().catch(() => ({}));
+  const text = await resp.text();
+  let data = {};
+  try {
+    data = text ? JSON.parse(text) : {};
+  } catch (e) {
+    data = { error: text.trim() }; // the agent's own handlers answer errors as text
+  }
   if (!resp.ok) {
     const e = data.error;
     throw new Error(typeof e === "string" ? e : (e && e.message) || resp.statusText);
@@ -399,26 +405,56 @@ function showMCP() {
   });
 }
 
+// retryPush asks the agent to send a dead letter once more, or to try the
+// event being retried now (seq 0: every one of the config's); the delivery
+// worker sends it, and the page is drawn again once it had time to.
+async function retryPush(taskId, configId, seq) {
+  try {
+    await call("POST", "push/retry", { task_id: taskId, config_id: configId, seq });
+    status(`Task ${taskId}, config ${configId}: retry requested` + (seq ? ` for event ${seq}` : ""));
+  } catch (e) {
+    status(e.message, true);
+  }
+  setTimeout(() => { if (location.hash === "#/push") showPush(); }, 500);
+}
+
+function retryButton(taskId, configId, seq) {
+  return el("button", { type: "button", class: "retry", "data-task-id": taskId, "data-config-id": configId, "data-seq": String(seq),
+    onclick: () => retryPush(taskId, configId, seq) }, "Retry now");
+}
+
 function showPush() {
   report("push", "Push deliveries", (d) => {
     const configs = d.configs || [];
     if (!configs.length) return el("p", { class: "muted", text: "No push configs." });
     const dead = configs.flatMap((c) => (c.dead || []).map((x) => Object.assign({ task_id: c.task_id, config_id: c.config_id }, x)));
+    const asked = configs.flatMap((c) => (c.retries || []).map((x) => Object.assign({ task_id: c.task_id, config_id: c.config_id }, x)));
     return el("div", {}, table([
       { title: "Task", cell: (c) => c.task_id, mono: true },
       { title: "Config", cell: (c) => c.config_id, mono: true },
       { title: "Webhook", cell: (c) => c.url, mono: true },
       { title: "Delivered", cell: (c) => c.delivered },
       { title: "Pending", cell: (c) => c.pending },
-      { title: "Retrying", cell: (c) => c.attempts ? `attempt ${c.attempts}, next ${when(c.next_retry)}` : "" },
+      { title: "Retrying", cell: (c) => c.attempts ? el("span", {}, `attempt ${c.attempts}, next ${when(c.next_retry)} `,
+        retryButton(c.task_id, c.config_id, 0)) : "" },
       { title: "Last error", cell: (c) => c.last_error || "" },
     ], configs), el("h2", { text: "Dead letters" }), dead.length ? table([
       { title: "Task", cell: (x) => x.task_id, mono: true },
+      { title: "Config", cell: (x) => x.config_id, mono: true },
       { title: "Event", cell: (x) => x.seq },
       { title: "Attempts", cell: (x) => x.attempts },
       { title: "Reason", cell: (x) => x.reason },
       { title: "Given up", cell: (x) => when(x.at) },
-    ], dead) : el("p", { class: "muted", text: "None." }));
+      { title: "", cell: (x) => retryButton(x.task_id, x.config_id, x.seq) },
+    ], dead, (x) => ({ class: "dead-letter", "data-task-id": x.task_id, "data-seq": String(x.seq) }))
+      : el("p", { id: "dead-none", class: "muted", text: "None." }),
+    asked.length ? el("div", {}, el("h2", { text: "Retries requested" }), table([
+      { title: "Task", cell: (x) => x.task_id, mono: true },
+      { title: "Config", cell: (x) => x.config_id, mono: true },
+      { title: "Event", cell: (x) => x.seq || "all" },
+      { title: "By", cell: (x) => x.by },
+      { title: "At", cell: (x) => when(x.at) },
+    ], asked)) : null);
   });
 }
 
