@@ -212,12 +212,16 @@ func (s *Store) LaggingPushTasks(ctx context.Context) ([]a2a.TaskID, error) {
 	return out, nil
 }
 
-// addRetryScript stores a request to retry if its config exists.
+// addRetryScript stores a request to retry if its config exists. The
+// request expires with the task: a finished task's keys all carry its
+// retention's expiry (retention.go).
 //
-// KEYS: push hash, push retry hash. ARGV: config id, field, request.
+// KEYS: push hash, push retry hash, task hash. ARGV: config id, field, request.
 var addRetryScript = redis.NewScript(`
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 1 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+local ttl = redis.call('PTTL', KEYS[3])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
 return 0
 `)
 
@@ -234,7 +238,7 @@ func (s *Store) AddPushRetry(ctx context.Context, task a2a.TaskID, config string
 		return fmt.Errorf("add push retry to %s of task %s: %w", config, task, err)
 	}
 	defer cancel()
-	code, err := addRetryScript.Run(c, s.rdb, []string{s.pushKey(task), s.pushRetryKey(task)}, config, config+"\n"+r.ID, b).Int64()
+	code, err := addRetryScript.Run(c, s.rdb, []string{s.pushKey(task), s.pushRetryKey(task), s.taskKey(task)}, config, config+"\n"+r.ID, b).Int64()
 	if err == nil {
 		err = scriptErr(code)
 	} else {

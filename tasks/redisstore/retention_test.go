@@ -79,3 +79,41 @@ func TestRedisRetentionExpiry(t *testing.T) {
 		t.Errorf("finished index holds %d after the purge, want 1 (kept)", n)
 	}
 }
+
+// TestRedisPurgeTakesPushRetries: an operator's retry request on a finished
+// task's push config expires with the task's other keys, and a purge deletes
+// it with them: no key of the task is left.
+func TestRedisPurgeTakesPushRetries(t *testing.T) {
+	ctx := t.Context()
+	url := redistest.ServerURL(t)
+	keep := tasks.Retention{Finished: time.Hour}
+	s, prefix := redistest.OpenStore(t, url, redisstore.WithRetention(keep))
+	rdb := redistest.ClientFor(t, url)
+	alice := tasks.Owner{Principal: "alice"}
+	snap := newTask(alice, "done", a2a.TaskStateCompleted, 1)
+	if err := s.Append(ctx, snap, []a2a.Event{snap.Task}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutPushConfig(ctx, alice, &a2a.PushConfig{TaskID: "done", ID: "a", URL: "https://hook/a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddPushRetry(ctx, "done", "a", tasks.PushRetry{ID: "r1", Seq: 1, By: "ops", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	want := time.Hour + redisstore.ExpiryGrace
+	if ttl := rdb.PTTL(ctx, prefix+"pushretry:done").Val(); ttl <= want-time.Minute || ttl > want {
+		t.Errorf("TTL of pushretry:done = %v, want about %v (the task's)", ttl, want)
+	}
+	if ttl := rdb.PTTL(ctx, prefix+"push:done").Val(); ttl <= want-time.Minute || ttl > want {
+		t.Errorf("TTL of push:done (a config put after the task finished) = %v, want about %v", ttl, want)
+	}
+	res, err := s.Purge(ctx, keep, time.Now().Add(2*time.Hour), []a2a.TaskID{"done"})
+	if err != nil || len(res.Tasks) != 1 {
+		t.Fatalf("purge = %+v, %v", res, err)
+	}
+	for _, k := range []string{"task:done", "events:done", "push:done", "pushretry:done"} {
+		if n := rdb.Exists(ctx, prefix+k).Val(); n != 0 {
+			t.Errorf("%s is left after the purge", k)
+		}
+	}
+}

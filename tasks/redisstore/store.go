@@ -651,6 +651,8 @@ if old then
 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[1] .. '\n' .. state .. '\n' .. ARGV[3])
 redis.call('SADD', KEYS[3], ARGV[4])
+local ttl = redis.call('PTTL', KEYS[1]) -- a finished task's keys expire together
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
 return 0
 `)
 
