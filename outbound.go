@@ -52,8 +52,10 @@ func openLedger(c *Config, rdb redis.UniversalClient) (commitLedger, error) {
 
 // newDelegating builds the outbound side when a skill delegates; nil
 // otherwise. rdb is the task store's Redis, nil on the embedded store; log
-// hears of peers refused or unreachable, and of each delegation's end.
-func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Logger, self func() delegation.Hop, tel telemetry) (*delegating, error) {
+// hears of peers refused or unreachable, and of each delegation's end;
+// hooks of each gate decision.
+func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Logger, self func() delegation.Hop, tel telemetry,
+	hooks *hookObservers) (*delegating, error) {
 	var contracts []*acceptance.Contract
 	for _, s := range allSkills(c) {
 		var file string
@@ -100,6 +102,7 @@ func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Log
 	if tel.metrics != nil {
 		index = observedIndex{ledger, tel.metrics}
 	}
+	index = hookedIndex{Index: index, ledger: ledger, hooks: hooks}
 	var sopts []delegation.SenderOption
 	if tel.tracing != nil { // each request to a peer a span, its traceparent sent on
 		sopts = append(sopts, delegation.WithTransport(tel.tracing.Transport(nil)))

@@ -179,6 +179,10 @@ func (o *Observers) Reconfigure(hooks []Hook) error {
 	return nil
 }
 
+// Wants reports whether any hook runs at point, so that a caller may skip making an event
+// nobody is told.
+func (o *Observers) Wants(point HookPoint) bool { return len(o.set.Load().byPoint[point]) > 0 }
+
 // Notify queues ev for the hooks of its point, if there are any, and returns at once. It
 // is safe for concurrent use; after Close it does nothing.
 func (o *Observers) Notify(ev ObservedEvent) {
