@@ -62,7 +62,9 @@ func ExplainContext(ctx context.Context, contracts []Contract, prop Proposal, op
 }
 
 // Explain is [Explain] under the pipeline's current contracts and rules.
-func (p *Pipeline) Explain(prop Proposal) (Explanation, error) { return p.gov.Load().explain(prop, nil) }
+func (p *Pipeline) Explain(prop Proposal) (Explanation, error) {
+	return p.gov.Load().explain(prop, nil)
+}
 
 func (gov *governance) explain(prop Proposal, grants []policy.Grant) (Explanation, error) {
 	c := gov.contracts.lookup(prop.Tool)
