@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -150,10 +151,23 @@ func openGrants(c *Config, rdb redis.UniversalClient, audit auditLog) (mcp.Grant
 // ExplainToolCall says what the agent's policy would decide of prop, without
 // running anything and without connecting to an MCP server: the contracts
 // and rules of this config, the canonical arguments and resources, as a
-// real call would see them (see [mcp.Explain]; the call's inputSchema is
-// not checked, as it needs the server).
+// real call would see them, and the hooks it would run (see [mcp.Explain];
+// the call's inputSchema is not checked, as it needs the server; no grant
+// is consulted).
 func (c *Config) ExplainToolCall(prop mcp.Proposal) (mcp.Explanation, error) {
-	return mcp.Explain(toolContracts(c), prop, mcp.WithPolicy(c.Policy.Rules...))
+	return c.ExplainToolCallContext(context.Background(), prop, nil)
+}
+
+// ExplainToolCallContext is [Config.ExplainToolCall] that also consults,
+// read only, the caller's grants in grants (nil: none), as a real call
+// consults the agent's store (see [mcp.ExplainContext]).
+func (c *Config) ExplainToolCallContext(ctx context.Context, prop mcp.Proposal, grants mcp.GrantStore) (mcp.Explanation, error) {
+	opts := []mcp.PipelineOption{mcp.WithPolicy(c.Policy.Rules...),
+		mcp.WithHooks(configHooks(c, mcp.HookPreToolCall, mcp.HookPostToolCall)...), mcp.WithHookClient(hookClient(c))}
+	if grants != nil {
+		opts = append(opts, mcp.WithGrants(grants))
+	}
+	return mcp.ExplainContext(ctx, toolContracts(c), prop, opts...)
 }
 
 // CheckPolicy reports what the policy gets wrong without being invalid:
