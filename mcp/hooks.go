@@ -54,11 +54,12 @@ const defaultHookTimeout = 5 * time.Second
 // maxHookAnswer bounds what a hook may write back.
 const maxHookAnswer = 64 << 10
 
-// Hook is a program or an HTTP endpoint the pipeline runs at a fixed point of every call.
-// It gets one JSON object ([HookEvent]) on stdin, or as a POST body, and a guard answers
-// with one JSON object ([HookAnswer]) on stdout or as the response body; an empty answer
-// means no objection. Hooks of one point run in the order given, each to its end before
-// the next; a guard's deny stops the rest.
+// Hook is a program or an HTTP endpoint run at a fixed point: of every tool call, by the
+// pipeline ([HookEvent]), or of every task and gate decision, by [Observers]
+// ([TaskHookEvent], [GateHookEvent]). It gets one JSON object on stdin, or as a POST body,
+// and a guard answers with one JSON object ([HookAnswer]) on stdout or as the response
+// body; an empty answer means no objection. Hooks of one point run in the order given, each
+// to its end before the next; a guard's deny stops the rest.
 type Hook struct {
 	// Name names the hook in reasons and logs; unique.
 	Name string
