@@ -200,3 +200,54 @@ func TestFailedChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestObservingHooksReload: a reload replaces the observing hooks: a task after it meets
+// the new task_finished hook, one before it met none.
+func TestObservingHooksReload(t *testing.T) {
+	dir := t.TempDir()
+	seen := filepath.Join(dir, "seen")
+	record := filepath.Join(dir, "record")
+	if err := os.WriteFile(record, []byte("#!/bin/sh\nread -r line; printf '%s\\n' \"$line\" >> \""+seen+"\"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	config := func(hooks string) *Config {
+		t.Helper()
+		c, err := ParseConfig("agent.yaml", strings.NewReader(minimalConfig+"limits: {shutdown_grace: 1s}\npolicy:\n  hooks: "+hooks+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.DataDir = filepath.Join(dir, "data")
+		return c
+	}
+	var logs syncBuffer
+	a, url := serveTools(t, config("[]"), &logs)
+	send := func(id string) string {
+		t.Helper()
+		_, out := call(t, url, "", "", "SendMessage", fmt.Sprintf(`{"message":{"messageId":%q,"role":"ROLE_USER","parts":[{"text":"hi"}]}}`, id))
+		task := resultTask(t, out)
+		if !strings.HasPrefix(state(task), "TASK_STATE_") {
+			t.Fatalf("send: %v", out)
+		}
+		return task["id"].(string)
+	}
+	before := send("r1")
+	if err := a.Reload(config(fmt.Sprintf("[{name: finished, point: task_finished, command: %q}]", record))); err != nil {
+		t.Fatal(err)
+	}
+	after := send("r2")
+	var lines []map[string]any
+	for deadline := time.Now().Add(10 * time.Second); len(lines) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the reloaded hook did not run")
+		}
+		lines = hookLines(t, seen)
+	}
+	time.Sleep(200 * time.Millisecond)
+	lines = hookLines(t, seen)
+	if len(lines) != 1 || lines[0]["task_id"] != after || lines[0]["task_id"] == before {
+		t.Fatalf("hook runs %v, want one, for task %s", lines, after)
+	}
+	if l := logs.String(); strings.Contains(l, "need a restart") {
+		t.Errorf("a hook change was reported as needing a restart:\n%s", l)
+	}
+}
