@@ -44,6 +44,7 @@ type Agent struct {
 	tools   *tools       // nil without MCP servers
 	del     *delegating  // nil when no skill delegates
 	models  *modelSkills // nil when no skill has executor: model
+	hooks   *hookObservers
 	selfHop atomic.Pointer[delegation.Hop]
 	engine  *tasks.Engine
 	handler a2asrv.RequestHandler
@@ -192,11 +193,12 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 	a.selfHop.Store(&delegation.Hop{Agent: cfg.Name})
 	approvers := slices.Clone(cfg.Approvers)
 	a.approvers.Store(&approvers)
-	if a.del, err = newDelegating(cfg, rdb, tl, o.logger, func() delegation.Hop { return *a.selfHop.Load() }, tel); err != nil {
-		store.Close()
-		if tl != nil {
-			tl.audit.Close()
-		}
+	if a.hooks, err = newHookObservers(cfg, o.logger); err != nil {
+		a.closeStores()
+		return nil, err
+	}
+	if a.del, err = newDelegating(cfg, rdb, tl, o.logger, func() delegation.Hop { return *a.selfHop.Load() }, tel, a.hooks); err != nil {
+		a.closeStores()
 		return nil, err
 	}
 	engineOpts := []tasks.Option{
@@ -227,6 +229,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Agent, error) {
 		tasks.WithMaxConcurrent(cfg.Limits.MaxConcurrentTasks),
 		tasks.WithIdleTimeout(cfg.Limits.ExecutorIdleTimeout.Duration),
 		tasks.WithLogger(o.logger),
+		tasks.WithLifecycleObserver(a.hooks),
 	}
 	if m != nil {
 		engineOpts = append(engineOpts, tasks.WithObserver(m))
@@ -464,8 +467,12 @@ func (a *Agent) Close() error {
 	return a.closeErr
 }
 
-// closeStores closes every store the agent opened, keeping the first error.
+// closeStores stops the observing hooks and closes every store the agent
+// opened, keeping the first error.
 func (a *Agent) closeStores() {
+	if a.hooks != nil {
+		a.hooks.close()
+	}
 	if err := a.store.Close(); err != nil {
 		a.closeErr = fmt.Errorf("close store: %w", err)
 	}

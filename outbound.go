@@ -52,8 +52,10 @@ func openLedger(c *Config, rdb redis.UniversalClient) (commitLedger, error) {
 
 // newDelegating builds the outbound side when a skill delegates; nil
 // otherwise. rdb is the task store's Redis, nil on the embedded store; log
-// hears of peers refused or unreachable, and of each delegation's end.
-func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Logger, self func() delegation.Hop, tel telemetry) (*delegating, error) {
+// hears of peers refused or unreachable, and of each delegation's end;
+// hooks of each gate decision.
+func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Logger, self func() delegation.Hop, tel telemetry,
+	hooks *hookObservers) (*delegating, error) {
 	// The skills' own results (output.contract) pass a gate of their own,
 	// into the same ledger: a delegate skill may have both contracts.
 	var contracts, outputs []*acceptance.Contract
@@ -98,7 +100,7 @@ func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	var gateOpts []acceptance.Option
+	gateOpts := []acceptance.Option{acceptance.WithDecided(hooks.gateDecided)}
 	if tel.tracing != nil { // each decision a span, its verifiers' calls under it
 		gateOpts = append(gateOpts, acceptance.WithTracerProvider(tel.tracing.Provider()))
 	}
@@ -109,7 +111,7 @@ func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Log
 	}
 	var results *acceptance.Gate
 	if len(outputs) > 0 {
-		if results, err = acceptance.NewGate(outputs, ledger, skill.GateTools(t.governed())); err != nil {
+		if results, err = acceptance.NewGate(outputs, ledger, skill.GateTools(t.governed()), gateOpts...); err != nil {
 			ledger.Close()
 			return nil, fmt.Errorf("%s: %w", c.path, err)
 		}
@@ -119,6 +121,7 @@ func newDelegating(c *Config, rdb redis.UniversalClient, t *tools, log *slog.Log
 	if tel.metrics != nil || tel.tracing != nil {
 		index = &observedIndex{commitLedger: ledger, m: tel.metrics, tracer: tel.tracer()}
 	}
+	index = hookedIndex{Index: index, hooks: hooks}
 	var sopts []delegation.SenderOption
 	if tel.tracing != nil { // each request to a peer a span, its traceparent sent on
 		sopts = append(sopts, delegation.WithTransport(tel.tracing.Transport(nil)))

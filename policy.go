@@ -1,9 +1,11 @@
 package handoff
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"slices"
 	"time"
@@ -21,7 +23,8 @@ import (
 type PolicyConfig struct {
 	// Rules are tried by layer, highest first; see [policy.Rule].
 	Rules []policy.Rule `yaml:"rules"`
-	// Hooks run at fixed points of every tool call, in the order given.
+	// Hooks run at fixed points of every tool call, task and gate
+	// decision, those of one point in the order given.
 	Hooks []HookConfig `yaml:"hooks"`
 }
 
@@ -30,8 +33,9 @@ type PolicyConfig struct {
 type HookConfig struct {
 	// Name names the hook in reasons and logs; unique.
 	Name string `yaml:"name"`
-	// Point is pre_tool_call (a guard, fails closed) or post_tool_call
-	// (an observer, fails open).
+	// Point is pre_tool_call (a guard, fails closed), or an observer's
+	// (fails open): post_tool_call, task_created, task_finished,
+	// gate_decided.
 	Point string `yaml:"point"`
 	// Command runs the hook as a process, the event as JSON on its stdin.
 	Command string `yaml:"command"`
@@ -71,8 +75,8 @@ func (c *Config) validatePolicy(bad func(key, format string, args ...any)) {
 			bad(key+".name", "%q is used twice", h.Name)
 		}
 		seen[h.Name] = true
-		if h.Point != string(mcp.HookPreToolCall) && h.Point != string(mcp.HookPostToolCall) {
-			bad(key+".point", "%q is not pre_tool_call or post_tool_call", h.Point)
+		if !slices.Contains(hookPoints, mcp.HookPoint(h.Point)) {
+			bad(key+".point", "%q is not one of pre_tool_call, post_tool_call, task_created, task_finished, gate_decided", h.Point)
 		}
 		switch {
 		case (h.Command == "") == (h.URL == ""):
@@ -97,11 +101,17 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// pipelineOptions are the tool pipeline's options from c: who may approve,
-// the policy rules, and where grants are kept.
-func pipelineOptions(c *Config, grants mcp.GrantStore, log *slog.Logger) []mcp.PipelineOption {
-	hooks := make([]mcp.Hook, 0, len(c.Policy.Hooks))
+// hookPoints are the points a hook may name, in the order a call, a task
+// and a delegation meet them.
+var hookPoints = []mcp.HookPoint{mcp.HookPreToolCall, mcp.HookPostToolCall, mcp.HookTaskCreated, mcp.HookTaskFinished, mcp.HookGateDecided}
+
+// configHooks are c's hooks at points, in config order.
+func configHooks(c *Config, points ...mcp.HookPoint) []mcp.Hook {
+	var hooks []mcp.Hook
 	for _, h := range c.Policy.Hooks {
+		if !slices.Contains(points, mcp.HookPoint(h.Point)) {
+			continue
+		}
 		mh := mcp.Hook{Name: h.Name, Point: mcp.HookPoint(h.Point), Command: h.Command, Args: h.Args, Env: h.Env,
 			InheritEnv: h.InheritEnv, URL: h.URL}
 		if h.Timeout != nil {
@@ -109,13 +119,22 @@ func pipelineOptions(c *Config, grants mcp.GrantStore, log *slog.Logger) []mcp.P
 		}
 		hooks = append(hooks, mh)
 	}
+	return hooks
+}
+
+// hookClient is the client of c's http hooks: it reaches only what a push
+// target may; each run has its own deadline.
+func hookClient(c *Config) *http.Client { return push.NewGuard(c.Push.AllowHosts).Client(time.Minute) }
+
+// pipelineOptions are the tool pipeline's options from c: who may approve,
+// the policy rules, where grants are kept, and the tool call's hooks.
+func pipelineOptions(c *Config, grants mcp.GrantStore, log *slog.Logger) []mcp.PipelineOption {
 	return []mcp.PipelineOption{
 		mcp.WithApprovers(func(p string) bool { return slices.Contains(c.Approvers, p) }),
 		mcp.WithPolicy(c.Policy.Rules...),
 		mcp.WithGrants(grants),
-		mcp.WithHooks(hooks...),
-		// An http hook reaches only what a push target may; each run has its own deadline.
-		mcp.WithHookClient(push.NewGuard(c.Push.AllowHosts).Client(time.Minute)),
+		mcp.WithHooks(configHooks(c, mcp.HookPreToolCall, mcp.HookPostToolCall)...),
+		mcp.WithHookClient(hookClient(c)),
 		mcp.WithLogger(log),
 	}
 }
@@ -132,10 +151,23 @@ func openGrants(c *Config, rdb redis.UniversalClient, audit auditLog) (mcp.Grant
 // ExplainToolCall says what the agent's policy would decide of prop, without
 // running anything and without connecting to an MCP server: the contracts
 // and rules of this config, the canonical arguments and resources, as a
-// real call would see them (see [mcp.Explain]; the call's inputSchema is
-// not checked, as it needs the server).
+// real call would see them, and the hooks it would run (see [mcp.Explain];
+// the call's inputSchema is not checked, as it needs the server; no grant
+// is consulted).
 func (c *Config) ExplainToolCall(prop mcp.Proposal) (mcp.Explanation, error) {
-	return mcp.Explain(toolContracts(c), prop, mcp.WithPolicy(c.Policy.Rules...))
+	return c.ExplainToolCallContext(context.Background(), prop, nil)
+}
+
+// ExplainToolCallContext is [Config.ExplainToolCall] that also consults,
+// read only, the caller's grants in grants (nil: none), as a real call
+// consults the agent's store (see [mcp.ExplainContext]).
+func (c *Config) ExplainToolCallContext(ctx context.Context, prop mcp.Proposal, grants mcp.GrantStore) (mcp.Explanation, error) {
+	opts := []mcp.PipelineOption{mcp.WithPolicy(c.Policy.Rules...),
+		mcp.WithHooks(configHooks(c, mcp.HookPreToolCall, mcp.HookPostToolCall)...), mcp.WithHookClient(hookClient(c))}
+	if grants != nil {
+		opts = append(opts, mcp.WithGrants(grants))
+	}
+	return mcp.ExplainContext(ctx, toolContracts(c), prop, opts...)
 }
 
 // CheckPolicy reports what the policy gets wrong without being invalid:

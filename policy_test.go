@@ -81,7 +81,7 @@ func TestHookConfig(t *testing.T) {
 	}
 	for _, want := range []string{
 		`agent.yaml:11: policy.hooks[1].name: "guard" is used twice`,
-		`agent.yaml:11: policy.hooks[1].point: "task_started" is not pre_tool_call or post_tool_call`,
+		`agent.yaml:11: policy.hooks[1].point: "task_started" is not one of pre_tool_call, post_tool_call, task_created, task_finished, gate_decided`,
 		"agent.yaml:12: policy.hooks[2]: give a command or a url",
 		"agent.yaml:16: policy.hooks[3].url: is not an absolute http(s) URL",
 		`agent.yaml:20: policy.hooks[4].timeout: "soon" is not a duration`,

@@ -33,6 +33,9 @@ func (a *Agent) Reload(next *Config) error {
 	case len(next.MCPServers) > 0 || len(next.ToolContracts) > 0:
 		restart = append(restart, "mcp_servers")
 	}
+	if err := a.hooks.reload(next); err != nil { // next is validated: not expected
+		return err
+	}
 	approvers := slices.Clone(next.Approvers)
 	a.approvers.Store(&approvers)
 	restart = append(restart, changedKeys(a.cfg, next)...)

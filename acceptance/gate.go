@@ -43,8 +43,11 @@ type Completion struct {
 	// is its first data part.
 	Artifacts []*a2a.Artifact
 	// Peer names the peer that completed (its name in the config); empty
-	// for an agent's own results. Only the gate's span shows it.
+	// for an agent's own results. Only the gate's span and observers
+	// ([WithDecided]) see it, as they see RemoteTaskID.
 	Peer string
+	// RemoteTaskID is the peer's task; empty for an agent's own results.
+	RemoteTaskID string
 	// Attempt counts the decisions already made for this delegation: 0 the first time, 1 on
 	// the first re-verification. The caller keeps it in its durable delegation record, so the
 	// bound holds across restarts.
@@ -196,7 +199,11 @@ func (g *Gate) Decide(ctx context.Context, skill string, c Completion) (d Decisi
 			attribute.String("handoff.peer", c.Peer), attribute.String("handoff.delegation_id", c.DelegationID), attribute.Int("handoff.gate.attempt", c.Attempt)))
 		defer func() { endDecideSpan(span, d, err) }()
 	}
-	return g.decide(ctx, skill, c)
+	d, err = g.decide(ctx, skill, c)
+	if err == nil && g.cfg.decided != nil {
+		g.cfg.decided(ctx, skill, c, d)
+	}
+	return d, err
 }
 
 // endDecideSpan ends a decision's span with its outcome; anything but a

@@ -1,6 +1,7 @@
 package acceptance
 
 import (
+	"context"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -18,6 +19,7 @@ type config struct {
 	maxReverify int
 	now         func() time.Time
 	tracer      trace.Tracer // nil: no spans
+	decided     func(ctx context.Context, skill string, c Completion, d Decision)
 }
 
 // WithMaxReverify bounds how many times an Unknown is decided again before it settles. The
@@ -34,6 +36,14 @@ func WithClock(now func() time.Time) Option { return optionFunc(func(c *config) 
 // tool calls run under it. By default the gate makes no spans.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(c *config) { c.tracer = tp.Tracer("github.com/handoff-a2a/handoff/acceptance") })
+}
+
+// WithDecided has f told of each decision [Gate.Decide] makes, after the
+// ledger holds a commit (not of a completion it could not decide: an error):
+// for observers such as the agent's gate_decided hooks. f runs on the
+// deciding goroutine and must not block.
+func WithDecided(f func(ctx context.Context, skill string, c Completion, d Decision)) Option {
+	return optionFunc(func(c *config) { c.decided = f })
 }
 
 // newConfig applies the defaults, then opts.

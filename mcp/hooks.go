@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -29,6 +31,21 @@ const (
 	// HookPostToolCall runs after the call (and after a denial), with its outcome: an
 	// observer. One that fails is logged and changes nothing: it fails open.
 	HookPostToolCall HookPoint = "post_tool_call"
+	// HookTaskCreated runs, an observer, once a new task's first write is stored
+	// ([TaskHookEvent]); [Observers] runs it.
+	HookTaskCreated HookPoint = "task_created"
+	// HookTaskFinished runs, an observer, once the write that ended a task (completed,
+	// failed, canceled, rejected) is stored ([TaskHookEvent]); [Observers] runs it.
+	HookTaskFinished HookPoint = "task_finished"
+	// HookGateDecided runs, an observer, once a delegation's acceptance gate decided, or
+	// the delegation ended without a decision ([GateHookEvent]); [Observers] runs it.
+	HookGateDecided HookPoint = "gate_decided"
+)
+
+// pipelinePoints are the points a [Pipeline] runs; [Observers] runs the others.
+var (
+	pipelinePoints = []HookPoint{HookPreToolCall, HookPostToolCall}
+	observerPoints = []HookPoint{HookTaskCreated, HookTaskFinished, HookGateDecided}
 )
 
 // defaultHookTimeout bounds a hook that sets no Timeout.
@@ -37,11 +54,12 @@ const defaultHookTimeout = 5 * time.Second
 // maxHookAnswer bounds what a hook may write back.
 const maxHookAnswer = 64 << 10
 
-// Hook is a program or an HTTP endpoint the pipeline runs at a fixed point of every call.
-// It gets one JSON object ([HookEvent]) on stdin, or as a POST body, and a guard answers
-// with one JSON object ([HookAnswer]) on stdout or as the response body; an empty answer
-// means no objection. Hooks of one point run in the order given, each to its end before
-// the next; a guard's deny stops the rest.
+// Hook is a program or an HTTP endpoint run at a fixed point: of every tool call, by the
+// pipeline ([HookEvent]), or of every task and gate decision, by [Observers]
+// ([TaskHookEvent], [GateHookEvent]). It gets one JSON object on stdin, or as a POST body,
+// and a guard answers with one JSON object ([HookAnswer]) on stdout or as the response
+// body; an empty answer means no objection. Hooks of one point run in the order given, each
+// to its end before the next; a guard's deny stops the rest.
 type Hook struct {
 	// Name names the hook in reasons and logs; unique.
 	Name string
@@ -101,8 +119,9 @@ type HookAnswer struct {
 	Reason string `json:"reason"`
 }
 
-// checkHooks reports every problem of a hook list at once.
-func checkHooks(hooks []Hook, client *http.Client) []error {
+// checkHooks reports every problem of a hook list at once; points are the
+// points it may name.
+func checkHooks(hooks []Hook, client *http.Client, points []HookPoint) []error {
 	var errs []error
 	seen := map[string]bool{}
 	for i, h := range hooks {
@@ -115,10 +134,8 @@ func checkHooks(hooks []Hook, client *http.Client) []error {
 			bad("name used twice")
 		}
 		seen[h.Name] = true
-		switch h.Point {
-		case HookPreToolCall, HookPostToolCall:
-		default:
-			bad("point %q is not pre_tool_call or post_tool_call", h.Point)
+		if !slices.Contains(points, h.Point) {
+			bad("point %q is not one of %s", h.Point, joinPoints(points))
 		}
 		switch {
 		case (h.Command == "") == (h.URL == ""):
@@ -128,7 +145,7 @@ func checkHooks(hooks []Hook, client *http.Client) []error {
 				bad("url is not an absolute http(s) URL")
 			}
 			if client == nil {
-				bad("an http hook needs the agent's guarded client (WithHookClient)")
+				bad("an http hook needs the agent's guarded client (WithHookClient, ObserversConfig.Client)")
 			}
 		case h.Args != nil && h.Command == "":
 			bad("args without a command")
@@ -138,6 +155,14 @@ func checkHooks(hooks []Hook, client *http.Client) []error {
 		}
 	}
 	return errs
+}
+
+func joinPoints(points []HookPoint) string {
+	s := make([]string, len(points))
+	for i, p := range points {
+		s[i] = string(p)
+	}
+	return strings.Join(s, ", ")
 }
 
 // hookRunner runs the hooks of one pipeline configuration.
@@ -188,8 +213,9 @@ func (r *hookRunner) observe(ctx context.Context, ev HookEvent) {
 	}
 }
 
-// run runs one hook once, within its timeout, and decodes its answer.
-func (r *hookRunner) run(ctx context.Context, h Hook, ev HookEvent) (HookAnswer, error) {
+// run runs one hook once on ev (a JSON object naming the hook), within its
+// timeout, and decodes its answer.
+func (r *hookRunner) run(ctx context.Context, h Hook, ev any) (HookAnswer, error) {
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return HookAnswer{}, fmt.Errorf("encode the event: %w", err)

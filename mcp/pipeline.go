@@ -187,7 +187,7 @@ func newPolicy(list []Contract, key []byte, opts []PipelineOption) (*governance,
 		rules = append(rules, policy.Rule{ID: "deny:" + g, Layer: "immutable", Tools: []string{g}, Reason: "the tool is denied by policy"})
 	}
 	rules = append(rules, c.rules...)
-	errs = append(errs, checkHooks(c.hooks, c.hookClient)...)
+	errs = append(errs, checkHooks(c.hooks, c.hookClient, pipelinePoints)...)
 	cs, err := newContracts(list)
 	if err != nil {
 		errs = append(errs, err)

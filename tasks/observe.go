@@ -21,12 +21,31 @@ type Observer interface {
 	StoreAppend(events int, err error, d time.Duration)
 }
 
+// A LifecycleObserver hears of each task's creation and end
+// ([WithLifecycleObserver]): hooks. It is called on the engine's writer
+// goroutines once the write is stored, and must not block: it should hand
+// the snapshot on (it is immutable) and return. Safe for concurrent use.
+type LifecycleObserver interface {
+	// TaskCreated reports the stored first write of a new task: state is
+	// the state the task was created in (its first event's), snap the task
+	// as of the whole write, which may have taken it further (the engine
+	// stores an executor's events in batches): a task that ended within its
+	// first write is in its final state, and TaskFinished follows.
+	TaskCreated(snap *Snapshot, state a2a.TaskState)
+	// TaskFinished reports the stored write that moved a task into a
+	// terminal state (completed, failed, canceled or rejected); snap is the
+	// task as of it. It is reported once per task.
+	TaskFinished(snap *Snapshot)
+}
+
 // append stores evs, which move a task from prev (nil: a new task) to
-// next, and reports the append to the observer.
+// next, and reports the append to the observers.
 func (e *Engine) append(ctx context.Context, prev, next *Snapshot, evs []a2a.Event) error {
 	o, t := e.cfg.observer, e.cfg.tracer
 	if o == nil && t == nil {
-		return e.store.Append(ctx, next, evs)
+		err := e.store.Append(ctx, next, evs)
+		e.observeLifecycle(prev, next, evs, err)
+		return err
 	}
 	if t != nil {
 		var span trace.Span
@@ -39,6 +58,7 @@ func (e *Engine) append(ctx context.Context, prev, next *Snapshot, evs []a2a.Eve
 	if o != nil {
 		observeAppend(o, prev, evs, err, time.Since(start))
 	}
+	e.observeLifecycle(prev, next, evs, err)
 	if err != nil && t != nil {
 		sp := trace.SpanFromContext(ctx)
 		sp.RecordError(err)
@@ -72,5 +92,26 @@ func observeAppend(o Observer, prev *Snapshot, evs []a2a.Event, err error, d tim
 			state = s
 			o.TaskState(s)
 		}
+	}
+}
+
+// observeLifecycle reports a stored write of evs that moved a task from
+// prev (nil: a new task) to next to the lifecycle observer.
+func (e *Engine) observeLifecycle(prev, next *Snapshot, evs []a2a.Event, err error) {
+	l := e.cfg.lifecycle
+	if l == nil || err != nil {
+		return
+	}
+	if prev == nil {
+		state := next.Task.Status.State
+		if len(evs) > 0 {
+			if t, ok := evs[0].(*a2a.Task); ok { // a new task's first event is the task (recordLocked)
+				state = t.Status.State
+			}
+		}
+		l.TaskCreated(next, state)
+	}
+	if next.Task.Status.State.Terminal() && (prev == nil || !prev.Task.Status.State.Terminal()) {
+		l.TaskFinished(next)
 	}
 }

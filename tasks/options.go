@@ -31,6 +31,7 @@ type engineConfig struct {
 	idempotencyKey func(*a2a.Message) string
 	listPageBytes  int
 	observer       Observer
+	lifecycle      LifecycleObserver
 	tracer         trace.Tracer // nil: no spans
 }
 
@@ -166,6 +167,13 @@ func WithListPageBytes(n int) Option {
 // task enters with it, to o (metrics). By default nothing is observed.
 func WithObserver(o Observer) Option {
 	return optionFunc(func(cfg *engineConfig) { cfg.observer = o })
+}
+
+// WithLifecycleObserver reports each task's creation and its end to o,
+// once each, after the write that made them is stored (hooks). By default
+// nothing is reported.
+func WithLifecycleObserver(o LifecycleObserver) Option {
+	return optionFunc(func(cfg *engineConfig) { cfg.lifecycle = o })
 }
 
 // WithTracerProvider has the engine trace each task's execution and each

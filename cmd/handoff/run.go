@@ -38,7 +38,8 @@ func commands() []command {
 		{"approve", []string{"URL TASK_ID [--scope once]"}, "approve a task's waiting tool call", runApprove},
 		{"deny", []string{"URL TASK_ID --reason TEXT"}, "deny a task's waiting tool call: it fails with the reason", runDeny},
 		{"audit", []string{"URL|--data-dir DIR [--task ID] [--json]"}, "list the agent's tool calls (MCP audit log)", runAudit},
-		{"policy", []string{"explain --config FILE --tool T [--args JSON] [--caller P] [--tenant T] [--skill S] [--json]", "check --config FILE [--json]", "grants --data-dir DIR [--revoke ID] [--json]"}, "explain the tool-call policy's decision on a call; check the policy; list or revoke grants", runPolicy},
+		{"policy", []string{"explain --config FILE --tool T [--args JSON] [--caller P] [--tenant T] [--skill S] [--task ID] [--data-dir DIR | --store URL | --no-grants] [--json]", "check --config FILE [--json]", "grants (--data-dir DIR | --config FILE [--store URL]) [--revoke ID] [--json]"}, "explain the tool-call policy's decision on a call; check the policy; list or revoke grants", runPolicy},
+
 		{"push", []string{"status URL|--data-dir DIR [--json]", "retry URL TASK_ID --config ID [--seq N] [--json]"}, "show where push deliveries stand; send a dead letter again, or retry a delivery now", runPush},
 		{"store", []string{"recover --data-dir DIR [--apply] [--json]", "stats --data-dir DIR|--redis URL [--namespace NS] [--json]",
 			"purge --older-than D [--tenant T] [--yes] --data-dir DIR|--redis URL [--namespace NS] [--json]"},

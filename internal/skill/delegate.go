@@ -561,7 +561,7 @@ func (s *Delegate) decide(ctx context.Context, ec *a2asrv.ExecutorContext, rec *
 	digests map[string]string, yield func(a2a.Event, error) bool) (acceptance.Decision, bool) {
 	reverify := s.spec.Reverify
 	for attempt := rec.GateAttempts; ; attempt++ {
-		decision, err := s.out.Gate.Decide(ctx, s.id, acceptance.Completion{DelegationID: s.delegationID(ec), Peer: rec.Peer,
+		decision, err := s.out.Gate.Decide(ctx, s.id, acceptance.Completion{DelegationID: s.delegationID(ec), Peer: rec.Peer, RemoteTaskID: rec.RemoteTaskID,
 			RemoteState: final.Status.State, RemoteMessage: messageText(final.Status.Message),
 			Artifacts: final.Artifacts, Attempt: attempt, Digests: digests})
 		if err != nil {
