@@ -13,7 +13,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
 )
 
 // hookLines reads the JSON lines the recording hooks appended to path.
