@@ -337,3 +337,42 @@ skills:
 		t.Errorf("no warning names the malformed SKILL.md: %q", logs.String())
 	}
 }
+
+// TestModelSkillSeesOnlyEntitledTools: the tools a model is shown are the
+// skill's globs intersected with what the policy lets the caller use: a
+// rule denying ops notes__slow whatever the arguments hides it from ops's
+// model, not from an anonymous caller's; a rule with a condition hides
+// nothing (the arguments decide it, at the call).
+func TestModelSkillSeesOnlyEntitledTools(t *testing.T) {
+	base, srv := serveScriptServer(t, "rules:\n  - when: {last: user}\n    say: done\n", nil)
+	c, err := ParseConfig("entitled.yaml", strings.NewReader(outputAgentHead(buildMCPServer(t))+fmt.Sprintf(`models: [{name: m, base_url: %q, model: scripted, max_retries: 0}]
+policy:
+  rules:
+    - {id: no-slow-for-ops, layer: immutable, principals: ["key:ops"], tools: [notes__slow]}
+    - {id: big-stats, layer: tenant, tools: [notes__stats], when: "args.size > 10"}
+skills:
+  - {id: ask, name: Ask, executor: model, model: {use: m, instructions: Answer., tools: ["notes__s*"]}}
+`, base)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DataDir = t.TempDir()
+	_, url := serveAgent(t, c)
+	for _, who := range []struct{ header, value string }{{"", ""}, {"X-API-Key", "ops-key"}} {
+		_, out := call(t, url, who.header, who.value, "SendMessage", `{"message":{"messageId":"m-`+who.value+`","role":"ROLE_USER","parts":[{"text":"hi"}]}}`)
+		if task := resultTask(t, out); state(task) != "TASK_STATE_COMPLETED" {
+			t.Fatalf("caller %q: task %s %q", who.value, state(task), statusMessage(task))
+		}
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("the model got %d requests, want 2", len(reqs))
+	}
+	anon, ops := string(reqs[0]), string(reqs[1])
+	if !strings.Contains(anon, `"notes__stats"`) || !strings.Contains(anon, `"notes__slow"`) {
+		t.Errorf("the anonymous caller's model was shown %s; want notes__stats and notes__slow", anon)
+	}
+	if !strings.Contains(ops, `"notes__stats"`) || strings.Contains(ops, `"notes__slow"`) {
+		t.Errorf("ops's model was shown %s; want notes__stats and not notes__slow", ops)
+	}
+}

@@ -41,7 +41,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // WithDecided has f told of each decision [Gate.Decide] makes, after the
 // ledger holds a commit (not of a completion it could not decide: an error):
 // for observers such as the agent's gate_decided hooks. f runs on the
-// deciding goroutine and must not block.
+// deciding goroutine and must not block. By default nobody is told.
 func WithDecided(f func(ctx context.Context, skill string, c Completion, d Decision)) Option {
 	return optionFunc(func(c *config) { c.decided = f })
 }

@@ -212,6 +212,7 @@ skills: [{id: tck, name: T, executor: tck}]
 	// new connection now and then, as clients do.
 	var latencies []time.Duration
 	var failures []string
+	retried := 0
 	tick := time.NewTicker(loadCallEvery)
 	for ctx.Err() == nil {
 		if len(latencies)%loadRedialEvery == 0 {
@@ -219,6 +220,16 @@ skills: [{id: tck, name: T, executor: tck}]
 		}
 		start := time.Now()
 		status, out := loadRPC(t, caller, ag.base, bearer, "GetTask", getTask)
+		if status == http.StatusServiceUnavailable && ctx.Err() == nil {
+			// A new connection that came while every one of max_connections
+			// was busy with a request is refused with Retry-After: 1 (the
+			// agent cannot know who dials before reading a request). A
+			// client retries it as asked; the retry must succeed, and such
+			// calls must stay rare.
+			retried++
+			pause(ctx, time.Second)
+			status, out = loadRPC(t, caller, ag.base, bearer, "GetTask", getTask)
+		}
 		latencies = append(latencies, time.Since(start))
 		if status != http.StatusOK || !bytes.Contains(out, []byte(`"result"`)) {
 			failures = append(failures, fmt.Sprintf("%d %.200s", status, out))
@@ -235,7 +246,8 @@ skills: [{id: tck, name: T, executor: tck}]
 	slices.Sort(latencies)
 	p := func(q float64) time.Duration { return latencies[min(len(latencies)-1, int(q*float64(len(latencies))))] }
 	p99 := p(0.99)
-	t.Logf("authenticated caller: %d calls, p50 %s, p99 %s, max %s, %d failed", len(latencies), p(0.5), p99, latencies[len(latencies)-1], len(failures))
+	t.Logf("authenticated caller: %d calls, p50 %s, p99 %s, max %s, %d retried after a 503, %d failed",
+		len(latencies), p(0.5), p99, latencies[len(latencies)-1], retried, len(failures))
 	t.Logf("agent: RSS idle %d MB, peak %d MB; peak open files %d (limit %d, max_connections %d)",
 		idleRSS>>20, peakRSS>>20, peakFiles, loadAgentFiles, loadMaxConns)
 	t.Logf("load: %d idle connections opened, %d closed by the agent; %d slow bodies refused; unknown-kid tokens: %d refused, %d answered 503, %d served; %d JWKS fetches",
@@ -243,6 +255,9 @@ skills: [{id: tck, name: T, executor: tck}]
 
 	if len(failures) > 0 {
 		t.Errorf("%d of the authenticated caller's %d calls failed; first: %s", len(failures), len(latencies), failures[0])
+	}
+	if retried*100 > len(latencies) {
+		t.Errorf("%d of the authenticated caller's %d calls were refused 503 first (more than 1%%)", retried, len(latencies))
 	}
 	if p99 >= loadP99 {
 		t.Errorf("authenticated caller p99 = %s, want under %s", p99, loadP99)

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -212,6 +213,20 @@ func (p *Pipeline) Contract(tool string) Contract {
 	c := p.gov.Load().contracts.lookup(tool).Contract
 	c.Redact = slices.Clone(c.Redact)
 	return c
+}
+
+// Forbidden reports whether the policy in force denies prop's caller the tool whatever the
+// arguments ([policy.Policy.Forbids]), and the deciding rule's reason: the caller is not
+// entitled to it. Only prop's Principal, Tenant, Skill and Tool are read.
+func (p *Pipeline) Forbidden(prop Proposal) (reason string, forbidden bool) {
+	gov := p.gov.Load()
+	c := gov.contracts.lookup(prop.Tool)
+	r, ok := gov.rules.Forbids(&policy.Call{Principal: prop.Principal, Tenant: prop.Tenant, Skill: prop.Skill, Tool: prop.Tool,
+		Contracted: c.matched, Effect: string(c.Effect), Risk: string(c.Risk)})
+	if !ok {
+		return "", false
+	}
+	return cmp.Or(r.Reason, r.ID), true
 }
 
 // Run takes one proposed call through the whole pipeline and returns its terminal result. It

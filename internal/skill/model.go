@@ -227,7 +227,7 @@ func (x *Model) run(ctx context.Context, ec *a2asrv.ExecutorContext, conv *model
 	}
 	caps := &Caps{skill: x.id, tools: x.tools, ec: ec, out: x.out, delegates: x.delegates, emit: emit}
 	env := model.Env{
-		Catalog: &modelCatalog{x: x, wait: conv == nil},
+		Catalog: &modelCatalog{x: x, wait: conv == nil, principal: principalOf(ec), tenant: tenantOf(ec)},
 		Caller:  &modelCaller{x: x, caps: caps, approval: approval},
 		Saver:   newModelSaver(x, ec, conv),
 	}
@@ -555,13 +555,17 @@ func mask(args json.RawMessage, names []string) (json.RawMessage, bool) {
 
 // modelCatalog is the catalog a model task plans against: the MCP
 // manager's current snapshot (the one the tool skill and the pipeline
-// use), each tool classified by its local contract, and the listed
-// delegate skills.
+// use) less the tools the policy forbids the caller whatever the
+// arguments (its entitlements), each tool classified by its local
+// contract, and the listed delegate skills.
 type modelCatalog struct {
 	x *Model
 	// wait: the task's first snapshot waits a little for the servers to
 	// connect (just after the agent started), as a tool skill's call does.
 	wait bool
+	// principal and tenant are the task's caller, whose entitlements the
+	// tools are intersected with.
+	principal, tenant string
 }
 
 // delegateSchema is a delegate tool's parameters: the request for the peer.
@@ -582,6 +586,9 @@ func (k *modelCatalog) Snapshot(ctx context.Context) (model.Snapshot, error) {
 			for _, tool := range snap.Tools {
 				if !matchesAny(k.x.spec.Config.Tools, tool.Name) { // invisible anyway: skip its schema
 					continue
+				}
+				if _, no := t.Pipeline.Forbidden(mcp.Proposal{Principal: k.principal, Tenant: k.tenant, Skill: k.x.id, Tool: tool.Name}); no {
+					continue // not the caller's to use: never shown, and a call of it is unavailable_tool
 				}
 				ct := t.Pipeline.Contract(tool.Name)
 				mt := model.Tool{Name: tool.Name, Risk: string(ct.Risk), ReadOnly: ct.Effect == mcp.EffectRead}

@@ -212,6 +212,25 @@ func (p *Policy) Rules() []Rule {
 	return out
 }
 
+// Forbids reports the rule that denies c whatever its arguments, if one does: a rule of a
+// deny layer (immutable, tenant, resource) that names no resources and no condition and
+// matches c's caller, skill and tool. c's arguments, resources and grants are not read (a
+// grant never beats a deny). It is what a caller is not entitled to: a model is never shown
+// such a tool.
+func (p *Policy) Forbids(c *Call) (Rule, bool) {
+	for l := LayerImmutable; l <= LayerResource; l++ {
+		for _, r := range p.byLayer[l] {
+			if r.verdict != Deny || len(r.paths)+len(r.urls)+len(r.IDs) > 0 || r.when != nil {
+				continue
+			}
+			if r.matches(&Call{Principal: c.Principal, Tenant: c.Tenant, Skill: c.Skill, Tool: c.Tool, Effect: c.Effect, Risk: c.Risk}, nil) {
+				return r.Rule, true
+			}
+		}
+	}
+	return Rule{}, false
+}
+
 // Decide answers one call. It never fails: a problem in the call (resources that are not
 // canonical, a condition that cannot be evaluated) decides toward deny, as documented on
 // [Rule.When] and [LayerResource].
