@@ -359,6 +359,9 @@ type ToolContractConfig struct {
 	// Resources say where the arguments name paths, URLs or ids, which the
 	// policy sees in canonical form.
 	Resources []policy.ResourceSpec `yaml:"resources"`
+	// Tags are words a model skill's tool search ranks the tool by (MCP
+	// tools carry none of their own); they decide nothing.
+	Tags []string `yaml:"tags"`
 }
 
 // StoreConfig chooses the task store, and the keys that seal the push

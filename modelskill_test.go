@@ -376,3 +376,51 @@ skills:
 		t.Errorf("ops's model was shown %s; want notes__stats and not notes__slow", ops)
 	}
 }
+
+// TestModelSkillSearchesContractTags: a tool contract's tags are what
+// tool search ranks by besides names and descriptions: a query of a word
+// only the tags hold finds the tool.
+func TestModelSkillSearchesContractTags(t *testing.T) {
+	base, srv := serveScriptServer(t, `rules:
+  - when: {last: user, offered: search_tools}
+    calls: [{tool: search_tools, arguments: {query: inventory}}]
+  - when: {last: tool, after: search_tools}
+    say: searched
+`, nil)
+	head := strings.Replace(outputAgentHead(buildMCPServer(t)), "  - {tool: notes__stats, effect: read, risk: low, approval: none}",
+		"  - {tool: notes__stats, effect: read, risk: low, approval: none, tags: [inventory, census]}", 1)
+	c, err := ParseConfig("tags.yaml", strings.NewReader(head+fmt.Sprintf(`models: [{name: m, base_url: %q, model: scripted, max_retries: 0}]
+skills:
+  - {id: ask, name: Ask, executor: model, model: {use: m, instructions: Answer., tools: ["notes__s*"], schema_budget_tokens: 1}}
+`, base)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DataDir = t.TempDir()
+	_, url := serveAgent(t, c)
+	if task := ask(t, url, "find it"); state(task) != "TASK_STATE_COMPLETED" {
+		t.Fatalf("task %s %q", state(task), statusMessage(task))
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("the model got %d requests, want 2", len(reqs))
+	}
+	var second struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(reqs[1], &second); err != nil {
+		t.Fatal(err)
+	}
+	found := ""
+	for _, m := range second.Messages {
+		if m.Role == "tool" {
+			found = m.Content
+		}
+	}
+	if !strings.Contains(found, "notes__stats") || strings.Contains(found, "notes__slow") {
+		t.Errorf("search_tools(inventory) answered %s; want notes__stats (by its tags) alone", found)
+	}
+}

@@ -117,7 +117,7 @@ func toolContracts(c *Config) []mcp.Contract {
 	for _, tc := range c.ToolContracts {
 		ct := mcp.Contract{Tool: tc.Tool, Effect: mcp.Effect(tc.Effect), Risk: mcp.Risk(tc.Risk),
 			Approval: mcp.ApprovalMode(tc.Approval), Redact: tc.Redact, OutputSchema: tc.OutputSchema,
-			Idempotency: mcp.IdempotencyScope(tc.Idempotency), Resources: tc.Resources}
+			Idempotency: mcp.IdempotencyScope(tc.Idempotency), Resources: tc.Resources, Tags: tc.Tags}
 		if tc.Timeout != nil {
 			ct.Timeout = tc.Timeout.Duration
 		}

@@ -104,6 +104,9 @@ type Contract struct {
 	// Resources say where the arguments name paths, URLs or ids; the policy sees them only
 	// in canonical form (see [policy.Extract]).
 	Resources []policy.ResourceSpec
+	// Tags are words a model's tool search ranks the tool by (MCP tools carry none of their
+	// own). They decide nothing.
+	Tags []string
 }
 
 // DefaultContract is the contract of a tool no configured contract matches: a high-risk write

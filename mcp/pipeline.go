@@ -212,6 +212,7 @@ func newPolicy(list []Contract, key []byte, opts []PipelineOption) (*governance,
 func (p *Pipeline) Contract(tool string) Contract {
 	c := p.gov.Load().contracts.lookup(tool).Contract
 	c.Redact = slices.Clone(c.Redact)
+	c.Tags = slices.Clone(c.Tags)
 	return c
 }
 

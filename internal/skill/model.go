@@ -591,7 +591,7 @@ func (k *modelCatalog) Snapshot(ctx context.Context) (model.Snapshot, error) {
 					continue // not the caller's to use: never shown, and a call of it is unavailable_tool
 				}
 				ct := t.Pipeline.Contract(tool.Name)
-				mt := model.Tool{Name: tool.Name, Risk: string(ct.Risk), ReadOnly: ct.Effect == mcp.EffectRead}
+				mt := model.Tool{Name: tool.Name, Risk: string(ct.Risk), ReadOnly: ct.Effect == mcp.EffectRead, Tags: ct.Tags}
 				if d := tool.Definition; d != nil {
 					mt.Description = d.Description
 					if d.InputSchema != nil {
