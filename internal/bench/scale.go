@@ -242,6 +242,19 @@ func cutShort(ctx, pctx context.Context, err error) bool {
 	return err != nil && ctx.Err() == nil && (errors.Is(err, errPointTimeout) || pctx.Err() != nil)
 }
 
+// endPoint records p in cr, marked failed when err ended it (cut short by
+// its own bound, or failed), and reports whether the curve ends there.
+func endPoint(ctx, pctx context.Context, opts ScaleOptions, cr *CurveReport, p Point, started time.Time, err error) bool {
+	switch {
+	case cutShort(ctx, pctx, err):
+		p.Failed, p.Note = true, fmt.Sprintf("cut short after %s: %v", opts.PointTimeout, err)
+	case err != nil:
+		p.Failed, p.Note = true, fmt.Sprintf("failed: %v", err)
+	}
+	addPoint(opts, cr, p, started)
+	return p.Failed
+}
+
 // RunScale measures each curve of opts at each of its sizes, smallest
 // first, and judges the targets of [ScaleGoals].
 func RunScale(ctx context.Context, opts ScaleOptions) (*ScaleReport, error) {

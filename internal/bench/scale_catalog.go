@@ -45,19 +45,11 @@ func runCatalog(ctx context.Context, opts ScaleOptions, cr *CurveReport) error {
 		pctx, cancel := context.WithTimeout(ctx, opts.PointTimeout)
 		p := Point{Size: n}
 		err := catalogPoint(pctx, opts, n, &p)
-		short := cutShort(ctx, pctx, err)
+		ended := endPoint(ctx, pctx, opts, cr, p, started, err)
 		cancel()
-		if short {
-			p.Failed, p.Note = true, fmt.Sprintf("cut short after %s: %v", opts.PointTimeout, err)
-			addPoint(opts, cr, p, started)
-			return nil
-		}
-		if err != nil {
-			p.Failed, p.Note = true, fmt.Sprintf("failed: %v", err)
-			addPoint(opts, cr, p, started)
+		if ended {
 			return nil // the larger sizes would fail too, or take longer
 		}
-		addPoint(opts, cr, p, started)
 	}
 	return nil
 }

@@ -43,19 +43,11 @@ func runEvents(ctx context.Context, opts ScaleOptions, dir string, cr *CurveRepo
 				break
 			}
 		}
-		short := cutShort(ctx, pctx, err)
+		ended := endPoint(ctx, pctx, opts, cr, p, started, err)
 		cancel()
-		if short {
-			p.Failed, p.Note = true, fmt.Sprintf("cut short after %s: %v", opts.PointTimeout, err)
-			addPoint(opts, cr, p, started)
-			return nil // larger sizes would take longer still
-		}
-		if err != nil {
-			p.Failed, p.Note = true, fmt.Sprintf("failed: %v", err)
-			addPoint(opts, cr, p, started)
+		if ended {
 			return nil // the larger sizes would fail too, or take longer
 		}
-		addPoint(opts, cr, p, started)
 	}
 	return nil
 }

@@ -131,19 +131,11 @@ func runSubscribers(ctx context.Context, opts ScaleOptions, cr *CurveReport) (er
 			p.set(t.prefix+"fanout_p50_ms", m.p50)
 			p.set(t.prefix+"fanout_p99_ms", m.p99)
 		}
-		short := cutShort(ctx, pctx, err)
+		ended := endPoint(ctx, pctx, opts, cr, p, started, err)
 		cancel()
-		if short {
-			p.Failed, p.Note = true, fmt.Sprintf("cut short after %s: %v", opts.PointTimeout, err)
-			addPoint(opts, cr, p, started)
-			return nil
-		}
-		if err != nil {
-			p.Failed, p.Note = true, fmt.Sprintf("failed: %v", err)
-			addPoint(opts, cr, p, started)
+		if ended {
 			return nil // the larger sizes would fail too, or take longer
 		}
-		addPoint(opts, cr, p, started)
 	}
 	return nil
 }

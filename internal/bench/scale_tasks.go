@@ -66,19 +66,11 @@ func runTasks(ctx context.Context, opts ScaleOptions, dir string, cr *CurveRepor
 			loaded = n
 			err = tasksPoint(pctx, opts, path, &st, ids, &p)
 		}
-		short := cutShort(ctx, pctx, err)
+		ended := endPoint(ctx, pctx, opts, cr, p, started, err)
 		cancel()
-		if short {
-			p.Failed, p.Note = true, fmt.Sprintf("cut short after %s: %v", opts.PointTimeout, err)
-			addPoint(opts, cr, p, started)
-			return nil
-		}
-		if err != nil {
-			p.Failed, p.Note = true, fmt.Sprintf("failed: %v", err)
-			addPoint(opts, cr, p, started)
+		if ended {
 			return nil // the larger sizes would fail too, or take longer
 		}
-		addPoint(opts, cr, p, started)
 	}
 	return nil
 }
