@@ -179,9 +179,14 @@ func MaskedURL(raw string) string {
 		return raw
 	}
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	if user {
+		// A placeholder user keeps the authority's "//" even with no host
+		// ("//p@/x" is not the path "/x"); url escapes "*", hence the swap.
+		u.User = url.User("u")
+	}
 	out := u.String()
 	if user {
-		out = strings.Replace(out, "//", "//***@", 1)
+		out = strings.Replace(out, "//u@", "//***@", 1)
 	}
 	if query {
 		out += "?***"
