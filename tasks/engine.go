@@ -268,7 +268,12 @@ func (e *Engine) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Tas
 	}
 	if snap == nil {
 		var err error
-		if snap, err = e.store.Get(ctx, owner, req.ID); err != nil {
+		if hr, ok := e.store.(HistoryReader); ok && req.HistoryLength != nil {
+			snap, err = hr.GetRecent(ctx, owner, req.ID, *req.HistoryLength)
+		} else {
+			snap, err = e.store.Get(ctx, owner, req.ID)
+		}
+		if err != nil {
 			return nil, e.publicError(ctx, "get task", req.ID, err)
 		}
 	}
@@ -326,11 +331,13 @@ func (e *Engine) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a
 		history = &none
 	}
 	q := ListQuery{
-		Owner:        ownerFrom(ctx, req.Tenant),
-		ContextID:    req.ContextID,
-		State:        req.Status,
-		UpdatedAfter: req.StatusTimestampAfter,
-		PageToken:    req.PageToken,
+		Owner:         ownerFrom(ctx, req.Tenant),
+		ContextID:     req.ContextID,
+		State:         req.Status,
+		UpdatedAfter:  req.StatusTimestampAfter,
+		PageToken:     req.PageToken,
+		HistoryLength: history,
+		SkipArtifacts: !req.IncludeArtifacts,
 	}
 	resp := &a2a.ListTasksResponse{Tasks: []*a2a.Task{}, PageSize: size}
 	used, chunk := 0, min(size, listFirstChunk)

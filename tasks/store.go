@@ -66,6 +66,12 @@ type ListQuery struct {
 	PageSize int
 	// PageToken continues a previous page; empty for the first one.
 	PageToken string
+	// HistoryLength, when set, is the most history entries (the newest)
+	// the page's snapshots need; a store may leave the older ones out.
+	HistoryLength *int
+	// SkipArtifacts says the page's snapshots need no artifacts; a store
+	// may leave them out.
+	SkipArtifacts bool
 }
 
 // ListPage is one page of a [ListQuery].
@@ -142,6 +148,15 @@ type DeadDelivery struct {
 	Reason string `json:"reason"`
 	// At is when it was given up.
 	At time.Time `json:"at"`
+}
+
+// A HistoryReader is a [Store] that can read a task with only the newest
+// entries of its history, so that a GetTask asking for a few costs the same
+// whatever the history's length. The engine uses it when the store has it.
+type HistoryReader interface {
+	// GetRecent is [Store.Get] with at most historyLength entries of
+	// Task.History, the newest; the rest of the snapshot is whole.
+	GetRecent(ctx context.Context, owner Owner, id a2a.TaskID, historyLength int) (*Snapshot, error)
 }
 
 // Store keeps tasks, their event logs and their push configs. Every method
