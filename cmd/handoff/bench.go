@@ -17,7 +17,7 @@ import (
 )
 
 const benchSynopsis = "[--duration D] [--rounds N] [--concurrency 1,16,64] [--scenarios send,stream,get,grpc] [--json] [--no-targets] [--cpuprofile FILE] [--memprofile FILE]\n" +
-	"       handoff bench --scale [--curves events,tasks,subscribers,redis] [--sizes CURVE=N,N,...]... [--measure D] [--point-timeout D] [--redis URL] [--json] [--no-targets] [--cpuprofile FILE] [--memprofile FILE]"
+	"       handoff bench --scale [--curves events,tasks,subscribers,redis] [--sizes CURVE=N,N,...]... [--measure D] [--point-timeout D] [--redis URL] [--retention-duration D] [--retention-window D] [--retention-rate N] [--retention-sample D] [--json] [--no-targets] [--cpuprofile FILE] [--memprofile FILE]"
 
 // runBench measures Handoff against a2a-go's own server and a fixed-answer
 // HTTP handler, all in this process, and checks the goals of
@@ -38,6 +38,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(sizes, "sizes", "with --scale: the sizes of one curve, smallest (the baseline) first, as `CURVE=N,N,...`; repeat for more curves (default: "+defaultSizes()+")")
 	measure := fs.Duration("measure", 2*time.Second, "with --scale: how long (`D`) a point measures each figure, at most")
 	pointTimeout := fs.Duration("point-timeout", bench.DefaultPointTimeout, "with --scale: the time bound (`D`) of each point, loading included; a point past it ends its curve")
+	retDuration := fs.Duration("retention-duration", 30*time.Minute, "with --scale --curves retention: how long (`D`) the steady workload runs")
+	retWindow := fs.Duration("retention-window", time.Minute, "with --scale --curves retention: the agents' retention.finished_tasks (`D`)")
+	retRate := fs.Int("retention-rate", 1000, "with --scale --curves retention: blocking sends a minute (`N`) to each agent")
+	retSample := fs.Duration("retention-sample", 30*time.Second, "with --scale --curves retention: how often (`D`) the sizes are read")
 	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "with --scale: the Redis (`URL`) of the redis curve, used in a namespace of the run's own")
 	rest, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -50,11 +54,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if *measure <= 0 || *pointTimeout <= 0 {
 			return usagef("bench: --measure and --point-timeout must be positive")
 		}
-		opts := bench.ScaleOptions{Sizes: sizes, Measure: *measure, PointTimeout: *pointTimeout, RedisURL: *redisURL, Progress: stderr}
+		opts := bench.ScaleOptions{Sizes: sizes, Measure: *measure, PointTimeout: *pointTimeout, RedisURL: *redisURL, Progress: stderr,
+			Retention: bench.RetentionOptions{Duration: *retDuration, Window: *retWindow, Rate: *retRate, Sample: *retSample}}
 		for _, s := range strings.Split(*curves, ",") {
 			c := bench.Curve(strings.TrimSpace(s))
-			if !slices.Contains(bench.Curves(), c) {
-				return usagef("bench: --curves: %q is not one of %s", s, joinCurves(bench.Curves()))
+			if !slices.Contains(bench.Curves(), c) && !slices.Contains(bench.OptionalCurves(), c) {
+				return usagef("bench: --curves: %q is not one of %s", s, joinCurves(append(bench.Curves(), bench.OptionalCurves()...)))
 			}
 			opts.Curves = append(opts.Curves, c)
 		}

@@ -32,7 +32,16 @@ const (
 	// CurveRedis is blocking sends on one agent on the embedded store, one
 	// on Redis and three replicas on one Redis.
 	CurveRedis Curve = "redis"
+	// CurveRetention is a steady workload for minutes on agents that delete
+	// finished tasks: the data directory's and Redis's size over time. Not
+	// in [Curves]: asked for by name.
+	CurveRetention Curve = "retention"
 )
+
+// OptionalCurves returns the curves a scale run measures only when asked.
+func OptionalCurves() []Curve {
+	return []Curve{CurveRetention}
+}
 
 // Curves returns every curve, in the order a scale run measures them.
 func Curves() []Curve {
@@ -73,6 +82,8 @@ func (c Curve) title() string {
 		return "MCP tools of one server over real HTTP: a new snapshot's publication after the server adds a tool (median of 5; minus: without the MCP SDK's 10ms notification delay), and the model executor's tool search"
 	case CurveRedis:
 		return "blocking SendMessage at concurrency 64 (conformance agent); size is the number of replicas on Redis"
+	case CurveRetention:
+		return "steady blocking SendMessage (~1 KiB) to two conformance agents with retention.finished_tasks set, one on the embedded store, one on Redis; size is the seconds since the load began; purged = answered - stored; *_plateau = max over the last half / max at 2W..3W"
 	}
 	return string(c)
 }
@@ -96,6 +107,8 @@ type ScaleOptions struct {
 	// RedisURL is the Redis of the redis curve. Default
 	// redis://127.0.0.1:6379/0, in a namespace of the run's own.
 	RedisURL string
+	// Retention configures the retention curve.
+	Retention RetentionOptions
 	// Progress gets a line per point and phase as the run goes. Nil:
 	// nothing is written.
 	Progress io.Writer
@@ -106,8 +119,17 @@ func (o ScaleOptions) withDefaults() (ScaleOptions, error) {
 		o.Curves = Curves()
 	}
 	for _, c := range o.Curves {
-		if !slices.Contains(Curves(), c) {
+		if !slices.Contains(Curves(), c) && !slices.Contains(OptionalCurves(), c) {
 			return o, fmt.Errorf("bench scale: unknown curve %q", c)
+		}
+		if c == CurveRetention {
+			if len(o.Sizes[c]) > 0 {
+				return o, errors.New("bench scale: the retention curve has no sizes: it takes RetentionOptions")
+			}
+			var err error
+			if o.Retention, err = o.Retention.withDefaults(); err != nil {
+				return o, err
+			}
 		}
 	}
 	sizes := map[Curve][]int{}
@@ -283,6 +305,8 @@ func RunScale(ctx context.Context, opts ScaleOptions) (*ScaleReport, error) {
 			err = runCatalog(ctx, opts, &cr)
 		case CurveRedis:
 			err = runRedis(ctx, opts, &cr)
+		case CurveRetention:
+			err = runRetention(ctx, opts, dir, &cr)
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

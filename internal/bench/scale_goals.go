@@ -64,6 +64,10 @@ func ScaleGoals() []ScaleGoal {
 		{Curve: CurveCatalog, Metric: "publish_minus_sdk_delay_ms", Kind: AtMost, Limit: 5, Unit: "ms"},
 		{Curve: CurveCatalog, Metric: "search_ms", Kind: AtMost, Limit: 5, Unit: "ms"},
 		{Curve: CurveRedis, Metric: "redis_vs_embedded", Kind: AtLeast, Size: 1, Limit: 0.7, Unit: "×"},
+		{Curve: CurveRetention, Metric: "embedded.dir_plateau", Kind: AtMost, Limit: plateauLimit, Unit: "×"},
+		{Curve: CurveRetention, Metric: "embedded.db_plateau", Kind: AtMost, Limit: plateauLimit, Unit: "×"},
+		{Curve: CurveRetention, Metric: "redis.ns_memory_plateau", Kind: AtMost, Limit: plateauLimit, Unit: "×"},
+		{Curve: CurveRetention, Metric: "redis.keys_plateau", Kind: AtMost, Limit: plateauLimit, Unit: "×"},
 	}
 }
 

@@ -60,8 +60,9 @@ func TestRunScaleSmoke(t *testing.T) {
 		t.Errorf("%d verdicts, want one per goal (%d)", len(r.Verdicts), len(bench.ScaleGoals()))
 	}
 	for _, v := range r.Verdicts {
-		// The tiny run has no point at 1000 subscribers.
-		if wantNot := strings.Contains(v.Goal, "at 1000"); (v.Status == bench.NotMeasured) != wantNot {
+		// The tiny run has no point at 1000 subscribers, and no optional curve.
+		wantNot := strings.Contains(v.Goal, "at 1000") || strings.HasPrefix(v.Goal, string(bench.CurveRetention)+":")
+		if (v.Status == bench.NotMeasured) != wantNot {
 			t.Errorf("goal %q: status %s", v.Goal, v.Status)
 		}
 	}
@@ -76,6 +77,60 @@ func TestRunScaleSmoke(t *testing.T) {
 	}
 	if _, err := json.Marshal(r); err != nil {
 		t.Errorf("json.Marshal(report) error = %v", err)
+	}
+	t.Logf("\n%s\nprogress:\n%s", table.String(), progress.String())
+}
+
+// TestRunScaleRetentionSmoke runs the retention curve for 3 windows of 1s
+// and checks each sample has every figure, tasks were stored and purged on
+// both stores, and the plateau targets were judged.
+func TestRunScaleRetentionSmoke(t *testing.T) {
+	needRedis(t)
+	var progress bytes.Buffer
+	r, err := bench.RunScale(t.Context(), bench.ScaleOptions{
+		Curves:       []bench.Curve{bench.CurveRetention},
+		Retention:    bench.RetentionOptions{Duration: 4 * time.Second, Window: time.Second, Rate: 1200, Sample: time.Second},
+		PointTimeout: 30 * time.Second,
+		Progress:     &progress,
+	})
+	if err != nil {
+		t.Fatalf("RunScale() error = %v\nprogress:\n%s", err, progress.String())
+	}
+	if len(r.Curves) != 1 || len(r.Curves[0].Points) < 3 {
+		t.Fatalf("RunScale() curves %+v, want one curve of at least 3 samples\nprogress:\n%s", r.Curves, progress.String())
+	}
+	c := r.Curves[0]
+	for _, p := range c.Points {
+		if p.Note != "" {
+			t.Errorf("t=%ds: %s", p.Size, p.Note)
+		}
+		for _, m := range []string{"embedded.dir_bytes", "embedded.db_bytes", "embedded.tasks", "redis.used_memory_bytes", "redis.ns_memory_bytes", "redis.keys", "redis.tasks"} {
+			if v, ok := p.Metrics[m]; !ok || v <= 0 {
+				t.Errorf("t=%ds: %s = %v, %v; want a positive figure", p.Size, m, v, ok)
+			}
+		}
+	}
+	last := c.Points[len(c.Points)-1]
+	for _, m := range []string{"embedded.purged", "redis.purged", "embedded.p99_ms", "redis.p99_ms"} {
+		if v := last.Metrics[m]; v <= 0 {
+			t.Errorf("last sample: %s = %v, want a positive figure", m, v)
+		}
+	}
+	judged := 0
+	for _, v := range r.Verdicts {
+		if strings.HasPrefix(v.Goal, "retention:") {
+			judged++
+			if v.Status == bench.NotMeasured {
+				t.Errorf("goal %q not measured", v.Goal)
+			}
+		}
+	}
+	if judged != 4 {
+		t.Errorf("%d retention goals judged, want 4", judged)
+	}
+	var table bytes.Buffer
+	if err := r.WriteTable(&table); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("\n%s\nprogress:\n%s", table.String(), progress.String())
 }
