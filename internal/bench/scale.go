@@ -32,6 +32,9 @@ const (
 	// CurveRedis is blocking sends on one agent on the embedded store, one
 	// on Redis and three replicas on one Redis.
 	CurveRedis Curve = "redis"
+	// CurveDelegation is a delegated blocking send against the same send
+	// straight to the peer; size is the concurrency.
+	CurveDelegation Curve = "delegation"
 	// CurveRetention is a steady workload for minutes on agents that delete
 	// finished tasks: the data directory's and Redis's size over time. Not
 	// in [Curves]: asked for by name.
@@ -45,7 +48,7 @@ func OptionalCurves() []Curve {
 
 // Curves returns every curve, in the order a scale run measures them.
 func Curves() []Curve {
-	return []Curve{CurveEvents, CurveTasks, CurveSubscribers, CurveCatalog, CurveRedis}
+	return []Curve{CurveEvents, CurveTasks, CurveSubscribers, CurveCatalog, CurveRedis, CurveDelegation}
 }
 
 // DefaultSizes returns the sizes a curve is measured at by default.
@@ -66,6 +69,8 @@ func DefaultSizes(c Curve) []int {
 		return []int{10, 100, 1000, 5000}
 	case CurveRedis:
 		return []int{1, 3}
+	case CurveDelegation:
+		return []int{1, 16}
 	}
 	return nil
 }
@@ -82,6 +87,8 @@ func (c Curve) title() string {
 		return "MCP tools of one server over real HTTP: a new snapshot's publication after the server adds a tool (median of 5; minus: without the MCP SDK's 10ms notification delay), and the model executor's tool search"
 	case CurveRedis:
 		return "blocking SendMessage at concurrency 64 (conformance agent); size is the number of replicas on Redis"
+	case CurveDelegation:
+		return "blocking SendMessage to a delegate skill (two agents over real HTTP, the example's contract, its MCP verifier on the front's own MCP server) against the same send straight to the peer, in turns; size is the concurrency; verifier_*: the front's MCP tools/call as its server timed it"
 	case CurveRetention:
 		return "steady blocking SendMessage (~1 KiB) to two conformance agents with retention.finished_tasks set, one on the embedded store, one on Redis; size is the seconds since the load began; purged = answered - stored; *_plateau = max over the last half / max at 2W..3W"
 	}
@@ -305,6 +312,8 @@ func RunScale(ctx context.Context, opts ScaleOptions) (*ScaleReport, error) {
 			err = runCatalog(ctx, opts, &cr)
 		case CurveRedis:
 			err = runRedis(ctx, opts, &cr)
+		case CurveDelegation:
+			err = runDelegation(ctx, opts, dir, &cr)
 		case CurveRetention:
 			err = runRetention(ctx, opts, dir, &cr)
 		}

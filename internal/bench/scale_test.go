@@ -23,6 +23,7 @@ func TestRunScaleSmoke(t *testing.T) {
 			bench.CurveSubscribers: {2, 20},
 			bench.CurveCatalog:     {10, 50},
 			bench.CurveRedis:       {1, 2},
+			bench.CurveDelegation:  {1, 4},
 		},
 		Measure:      100 * time.Millisecond,
 		PointTimeout: time.Minute,
@@ -37,6 +38,7 @@ func TestRunScaleSmoke(t *testing.T) {
 		bench.CurveSubscribers: {"fanout_p99_ms", "bare_fanout_p99_ms"}, // memory per stream is noise at 2
 		bench.CurveCatalog:     {"publish_ms", "search_ms"},
 		bench.CurveRedis:       {"redis_sends_per_s"},
+		bench.CurveDelegation:  {"direct_p50_ms", "delegated_p50_ms", "delegated_p99_ms", "verifier_p50_ms", "verifier_calls_per_send"},
 	}
 	if len(r.Curves) != len(bench.Curves()) {
 		t.Fatalf("RunScale() measured %d curves, want %d", len(r.Curves), len(bench.Curves()))
