@@ -35,6 +35,9 @@ const (
 	// CurveDelegation is a delegated blocking send against the same send
 	// straight to the peer; size is the concurrency.
 	CurveDelegation Curve = "delegation"
+	// CurveArtifact is one artifact of growing size streamed in chunks
+	// through a delegation; size is its bytes.
+	CurveArtifact Curve = "artifact"
 	// CurveRetention is a steady workload for minutes on agents that delete
 	// finished tasks: the data directory's and Redis's size over time. Not
 	// in [Curves]: asked for by name.
@@ -48,7 +51,7 @@ func OptionalCurves() []Curve {
 
 // Curves returns every curve, in the order a scale run measures them.
 func Curves() []Curve {
-	return []Curve{CurveEvents, CurveTasks, CurveSubscribers, CurveCatalog, CurveRedis, CurveDelegation}
+	return []Curve{CurveEvents, CurveTasks, CurveSubscribers, CurveCatalog, CurveRedis, CurveDelegation, CurveArtifact}
 }
 
 // DefaultSizes returns the sizes a curve is measured at by default.
@@ -71,6 +74,8 @@ func DefaultSizes(c Curve) []int {
 		return []int{1, 3}
 	case CurveDelegation:
 		return []int{1, 16}
+	case CurveArtifact:
+		return []int{1 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20}
 	}
 	return nil
 }
@@ -89,6 +94,8 @@ func (c Curve) title() string {
 		return "blocking SendMessage at concurrency 64 (conformance agent); size is the number of replicas on Redis"
 	case CurveDelegation:
 		return "blocking SendMessage to a delegate skill (two agents over real HTTP, the example's contract, its MCP verifier on the front's own MCP server) against the same send straight to the peer, in turns; size is the concurrency; verifier_*: the front's MCP tools/call as its server timed it"
+	case CurveArtifact:
+		return "one artifact streamed by the peer in 1 MiB raw chunks: to the bench directly, and through a front agent's delegate skill (assembled, stored as blobs, gated); baseline: writing the same bytes to a file on the same disk and syncing it; RSS is the whole process's (both agents), above idle"
 	case CurveRetention:
 		return "steady blocking SendMessage (~1 KiB) to two conformance agents with retention.finished_tasks set, one on the embedded store, one on Redis; size is the seconds since the load began; purged = answered - stored; *_plateau = max over the last half / max at 2W..3W"
 	}
@@ -314,6 +321,8 @@ func RunScale(ctx context.Context, opts ScaleOptions) (*ScaleReport, error) {
 			err = runRedis(ctx, opts, &cr)
 		case CurveDelegation:
 			err = runDelegation(ctx, opts, dir, &cr)
+		case CurveArtifact:
+			err = runArtifacts(ctx, opts, dir, &cr)
 		case CurveRetention:
 			err = runRetention(ctx, opts, dir, &cr)
 		}

@@ -64,6 +64,8 @@ func ScaleGoals() []ScaleGoal {
 		{Curve: CurveCatalog, Metric: "publish_minus_sdk_delay_ms", Kind: AtMost, Limit: 5, Unit: "ms"},
 		{Curve: CurveCatalog, Metric: "search_ms", Kind: AtMost, Limit: 5, Unit: "ms"},
 		{Curve: CurveRedis, Metric: "redis_vs_embedded", Kind: AtLeast, Size: 1, Limit: 0.7, Unit: "×"},
+		{Curve: CurveArtifact, Metric: "delegated_peak_rss_above_idle_mib", Kind: AtMost, Limit: 64, Unit: " MiB"},
+		{Curve: CurveArtifact, Metric: "delegated_vs_copy", Kind: AtMost, Limit: 2, Unit: "×"},
 		{Curve: CurveRetention, Metric: "embedded.dir_plateau", Kind: AtMost, Limit: plateauLimit, Unit: "×"},
 		{Curve: CurveRetention, Metric: "embedded.db_plateau", Kind: AtMost, Limit: plateauLimit, Unit: "×"},
 		{Curve: CurveRetention, Metric: "redis.ns_memory_plateau", Kind: AtMost, Limit: plateauLimit, Unit: "×"},

@@ -24,6 +24,7 @@ func TestRunScaleSmoke(t *testing.T) {
 			bench.CurveCatalog:     {10, 50},
 			bench.CurveRedis:       {1, 2},
 			bench.CurveDelegation:  {1, 4},
+			bench.CurveArtifact:    {1 << 10, 1 << 20},
 		},
 		Measure:      100 * time.Millisecond,
 		PointTimeout: time.Minute,
@@ -39,6 +40,7 @@ func TestRunScaleSmoke(t *testing.T) {
 		bench.CurveCatalog:     {"publish_ms", "search_ms"},
 		bench.CurveRedis:       {"redis_sends_per_s"},
 		bench.CurveDelegation:  {"direct_p50_ms", "delegated_p50_ms", "delegated_p99_ms", "verifier_p50_ms", "verifier_calls_per_send"},
+		bench.CurveArtifact:    {"copy_s", "direct_s", "delegated_s", "delegated_peak_rss_above_idle_mib", "delegated_vs_copy"},
 	}
 	if len(r.Curves) != len(bench.Curves()) {
 		t.Fatalf("RunScale() measured %d curves, want %d", len(r.Curves), len(bench.Curves()))
