@@ -75,7 +75,9 @@ func DefaultSizes(c Curve) []int {
 	case CurveDelegation:
 		return []int{1, 16}
 	case CurveArtifact:
-		return []int{1 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20}
+		// 8 MiB is the largest under the artifact store's 16 MiB limit on
+		// an artifact's canonical JSON (base64 makes 16 MiB of raw 22).
+		return []int{1 << 10, 1 << 20, 8 << 20, 16 << 20, 64 << 20, 256 << 20}
 	}
 	return nil
 }

@@ -215,11 +215,12 @@ func sendDiscarding(ctx context.Context, g *generator, base, skill, text string)
 	// ends for the task's own state (a delegation's record names the
 	// peer's state too, as remoteState).
 	if bytes.Contains(head, errorMember) || !bytes.Contains(head, taskCompleted) && !bytes.Contains(tail.b, taskCompleted) {
+		// The end holds the task's status: its message says why.
 		end := tail.b
 		if len(end) == 0 {
-			end = head[max(len(head)-1000, 0):]
+			end = head
 		}
-		return fmt.Errorf("answer is not a completed task: %.300s … %s", head, end)
+		return fmt.Errorf("answer is not a completed task: … %s", end[max(len(end)-600, 0):])
 	}
 	return nil
 }
