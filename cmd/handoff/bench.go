@@ -41,7 +41,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	retDuration := fs.Duration("retention-duration", 30*time.Minute, "with --scale --curves retention: how long (`D`) the steady workload runs")
 	retWindow := fs.Duration("retention-window", time.Minute, "with --scale --curves retention: the agents' retention.finished_tasks (`D`)")
 	retRate := fs.Int("retention-rate", 1000, "with --scale --curves retention: blocking sends a minute (`N`) to each agent")
-	retSample := fs.Duration("retention-sample", 30*time.Second, "with --scale --curves retention: how often (`D`) the sizes are read")
+	retSample := fs.Duration("retention-sample", 0, "with --scale --curves retention: how often (`D`) the sizes are read (default: 30s, or half the window if shorter; at least 1s)")
 	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "with --scale: the Redis (`URL`) of the redis curve, used in a namespace of the run's own")
 	rest, err := parseInterleaved(fs, args)
 	if err != nil {
