@@ -32,11 +32,14 @@ const (
 	// CurveRedis is blocking sends on one agent on the embedded store, one
 	// on Redis and three replicas on one Redis.
 	CurveRedis Curve = "redis"
+	// CurvePush is push deliveries to a growing number of webhooks, against
+	// a bare net/http client posting the same bodies to the same receivers.
+	CurvePush Curve = "push"
 )
 
 // Curves returns every curve, in the order a scale run measures them.
 func Curves() []Curve {
-	return []Curve{CurveEvents, CurveTasks, CurveSubscribers, CurveCatalog, CurveRedis}
+	return []Curve{CurveEvents, CurveTasks, CurveSubscribers, CurveCatalog, CurveRedis, CurvePush}
 }
 
 // DefaultSizes returns the sizes a curve is measured at by default.
@@ -57,6 +60,8 @@ func DefaultSizes(c Curve) []int {
 		return []int{10, 100, 1000, 5000}
 	case CurveRedis:
 		return []int{1, 3}
+	case CurvePush:
+		return []int{1, 64}
 	}
 	return nil
 }
@@ -73,6 +78,8 @@ func (c Curve) title() string {
 		return "MCP tools of one server over real HTTP: a new snapshot's publication after the server adds a tool (median of 5; minus: without the MCP SDK's 10ms notification delay), and the model executor's tool search"
 	case CurveRedis:
 		return "blocking SendMessage at concurrency 64 (conformance agent); size is the number of replicas on Redis"
+	case CurvePush:
+		return "webhooks (HTTP servers on 127.0.0.1), each the push config of a task on the embedded store: events appended (8 per Append) to delivery acknowledged; baseline: a bare net/http client posting the same bodies to the same receivers"
 	}
 	return string(c)
 }
@@ -283,6 +290,8 @@ func RunScale(ctx context.Context, opts ScaleOptions) (*ScaleReport, error) {
 			err = runCatalog(ctx, opts, &cr)
 		case CurveRedis:
 			err = runRedis(ctx, opts, &cr)
+		case CurvePush:
+			err = runPush(ctx, opts, dir, &cr)
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

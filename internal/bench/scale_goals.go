@@ -64,6 +64,8 @@ func ScaleGoals() []ScaleGoal {
 		{Curve: CurveCatalog, Metric: "publish_minus_sdk_delay_ms", Kind: AtMost, Limit: 5, Unit: "ms"},
 		{Curve: CurveCatalog, Metric: "search_ms", Kind: AtMost, Limit: 5, Unit: "ms"},
 		{Curve: CurveRedis, Metric: "redis_vs_embedded", Kind: AtLeast, Size: 1, Limit: 0.7, Unit: "×"},
+		{Curve: CurvePush, Metric: "vs_bare", Kind: AtLeast, Size: 1, Limit: 0.5, Unit: "×"},
+		{Curve: CurvePush, Metric: "vs_bare", Kind: AtLeast, Size: 64, Limit: 0.5, Unit: "×"},
 	}
 }
 

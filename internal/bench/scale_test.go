@@ -23,6 +23,7 @@ func TestRunScaleSmoke(t *testing.T) {
 			bench.CurveSubscribers: {2, 20},
 			bench.CurveCatalog:     {10, 50},
 			bench.CurveRedis:       {1, 2},
+			bench.CurvePush:        {1, 4},
 		},
 		Measure:      100 * time.Millisecond,
 		PointTimeout: time.Minute,
@@ -37,6 +38,7 @@ func TestRunScaleSmoke(t *testing.T) {
 		bench.CurveSubscribers: {"fanout_p99_ms", "bare_fanout_p99_ms"}, // memory per stream is noise at 2
 		bench.CurveCatalog:     {"publish_ms", "search_ms"},
 		bench.CurveRedis:       {"redis_sends_per_s"},
+		bench.CurvePush:        {"deliveries_per_s", "bare_posts_per_s", "vs_bare", "delivery_p99_ms"},
 	}
 	if len(r.Curves) != len(bench.Curves()) {
 		t.Fatalf("RunScale() measured %d curves, want %d", len(r.Curves), len(bench.Curves()))
@@ -69,7 +71,7 @@ func TestRunScaleSmoke(t *testing.T) {
 	if err := r.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"events:", "tasks:", "subscribers:", "catalog:", "redis:", "×base", "Goals:"} {
+	for _, s := range []string{"events:", "tasks:", "subscribers:", "catalog:", "redis:", "push:", "×base", "Goals:"} {
 		if !strings.Contains(table.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, table.String())
 		}
