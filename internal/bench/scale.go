@@ -79,7 +79,7 @@ func (c Curve) title() string {
 	case CurveRedis:
 		return "blocking SendMessage at concurrency 64 (conformance agent); size is the number of replicas on Redis"
 	case CurvePush:
-		return "webhooks (HTTP servers on 127.0.0.1), each the push config of a task on the embedded store: events appended (8 per Append) to delivery acknowledged; baseline: a bare net/http client posting the same bodies to the same receivers"
+		return "webhooks (HTTP servers on 127.0.0.1), each the push config of a task on the embedded store: a backlog of events delivered (deliveries/s), then one event per task appended 20 times (latency: commit to receipt); baseline: a bare net/http client posting the same bodies to the same receivers"
 	}
 	return string(c)
 }

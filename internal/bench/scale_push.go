@@ -27,9 +27,12 @@ import (
 	"github.com/handoff-a2a/handoff/tasks/boltstore"
 )
 
-// pushBatch is how many events one Append of the push curve writes: a task
-// streaming its output commits a few chunks at a time.
-const pushBatch = 8
+// pushRounds is how many events per webhook the latency is measured on.
+const pushRounds = 20
+
+// pushBatch is how many events one Append of the push curve's backlog
+// writes: the load is not measured.
+const pushBatch = 256
 
 // runPush measures, at each size n, n webhooks (each its own HTTP server
 // on 127.0.0.1, each the push config of its own task on the embedded
@@ -126,11 +129,36 @@ func waitFor(ctx context.Context, progress func() int64, want int64, stall time.
 	}
 }
 
+// appendEvents appends evs to the task of *snap, pushBatch per Append,
+// calling committed (if not nil) with the time each Append returned.
+func appendEvents(ctx context.Context, st *boltstore.Store, snap **tasks.Snapshot, evs []a2a.Event, committed func(at int64)) error {
+	for j := 0; j < len(evs); j += pushBatch {
+		batch := evs[j:min(j+pushBatch, len(evs))]
+		next := *snap
+		for _, ev := range batch {
+			var err error
+			if next, err = tasks.Apply(next, ev, time.Now()); err != nil {
+				return err
+			}
+		}
+		next.Owner = anonymous
+		if err := st.Append(ctx, next, batch); err != nil {
+			return err
+		}
+		*snap = next
+		if committed != nil {
+			committed(time.Now().UnixNano())
+		}
+	}
+	return nil
+}
+
 func pushPoint(ctx context.Context, opts ScaleOptions, dir string, n int, p *Point) error {
-	// Enough events for about Measure at the dispatcher's speed before this
-	// work (~1,000 a second here), spread over the webhooks.
-	total := max(256, int(opts.Measure.Seconds()*2048))
-	perHook := max(pushBatch, (total/n+pushBatch-1)/pushBatch*pushBatch)
+	// Enough events for about Measure at the bare client's speed over 8 (a
+	// fraction of the 30,000 posts a second it makes here to one webhook),
+	// spread over the webhooks.
+	total := max(256, int(opts.Measure.Seconds()*4096))
+	perHook := max(32, total/n)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("push: make the data directory: %w", err)
 	}
@@ -139,7 +167,7 @@ func pushPoint(ctx context.Context, opts ScaleOptions, dir string, n int, p *Poi
 		return fmt.Errorf("push: open the store: %w", err)
 	}
 	defer st.Close()
-	recv, err := startReceivers(n, perHook)
+	recv, err := startReceivers(n, perHook+pushRounds)
 	if err != nil {
 		return err
 	}
@@ -172,7 +200,7 @@ func pushPoint(ctx context.Context, opts ScaleOptions, dir string, n int, p *Poi
 			return fmt.Errorf("push: config of task %d: %w", i, err)
 		}
 		snaps[i] = snap
-		for j := range perHook {
+		for j := range perHook + pushRounds {
 			ev := a2a.NewArtifactUpdateEvent(t, "out", a2a.NewTextPart("chunk "+strconv.Itoa(j)+" of the task's output, about as long as a line of a report"))
 			ev.Append = j > 0
 			evs[i] = append(evs[i], ev)
@@ -180,74 +208,65 @@ func pushPoint(ctx context.Context, opts ScaleOptions, dir string, n int, p *Poi
 			if err != nil {
 				return err
 			}
-			bodies[i] = append(bodies[i], body)
+			if j < perHook {
+				bodies[i] = append(bodies[i], body)
+			}
 		}
 	}
 
-	// Handoff: the tasks' events appended as a task streams them, each
-	// Append followed by the engine's commit notice, delivered by the
-	// dispatcher through the SSRF guard's client.
+	// Throughput: the events are appended, then the dispatcher starts and
+	// delivers the backlog through the SSRF guard's client, signed, each
+	// webhook's events in order. One task's appends are slower than the
+	// deliveries: appended live, they would measure the store, not push.
+	for i := range n {
+		if err := appendEvents(ctx, st, &snaps[i], evs[i][:perHook], nil); err != nil {
+			return fmt.Errorf("push: append to task %d: %w", i, err)
+		}
+	}
 	guard := push.NewGuard([]string{"127.0.0.1"})
 	d := push.NewDispatcher(st, push.NewSigner(keys, "http://agent.bench"), guard.Client(10*time.Second),
 		push.WithLogger(slog.New(slog.NewTextHandler(opts.Progress, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	dctx, cancel := context.WithCancel(ctx)
 	ran := make(chan struct{})
+	start := time.Now()
 	go func() { _ = d.Run(dctx); close(ran) }() // Run fails only on reading the store, which the deliveries' wait shows
 	stop := sync.OnceFunc(func() { cancel(); <-ran })
 	defer stop()
-	for _, s := range snaps {
-		d.Watch(s.Task.ID)
-	}
-	committed := make([][]int64, n) // committed[i][seq]: when the Append of event seq returned
-	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		committed[i] = make([]int64, perHook+2)
-		wg.Go(func() {
-			snap := snaps[i]
-			for j := 0; j < perHook; j += pushBatch {
-				batch := evs[i][j : j+pushBatch]
-				next := snap
-				for _, ev := range batch {
-					var err error
-					if next, err = tasks.Apply(next, ev, time.Now()); err != nil {
-						errs[i] = err
-						return
-					}
-				}
-				next.Owner = anonymous
-				if err := st.Append(ctx, next, batch); err != nil {
-					errs[i] = fmt.Errorf("push: append to task %d: %w", i, err)
-					return
-				}
-				now := time.Now().UnixNano()
-				for seq := snap.Version + 1; seq <= next.Version; seq++ {
-					committed[i][seq] = now
-				}
-				snap = next
-				d.Notify(snap.Task.ID)
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
 	want := int64(n * perHook)
 	if err := waitFor(ctx, recv.unique.Load, want, 30*time.Second); err != nil {
 		return fmt.Errorf("push: deliveries: %w", err)
 	}
 	elapsed := time.Since(start)
+
+	// Latency: one event appended to every task at once, each Append
+	// followed by the engine's commit notice, from its commit to its
+	// webhook's receipt; pushRounds times.
 	var lat []time.Duration
-	for i := range n {
-		for seq := 2; seq < perHook+2; seq++ { // event 1 created the task, before its config
-			lat = append(lat, time.Duration(recv.got[i][seq].Load()-committed[i][seq]))
+	committed := make([]int64, n)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for r := range pushRounds {
+		for i := range n {
+			wg.Go(func() {
+				errs[i] = appendEvents(ctx, st, &snaps[i], evs[i][perHook+r:perHook+r+1], func(at int64) { committed[i] = at; d.Notify(snaps[i].Task.ID) })
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Errorf("push: append: %w", err)
+		}
+		if err := waitFor(ctx, recv.unique.Load, want+int64(n*(r+1)), 30*time.Second); err != nil {
+			return fmt.Errorf("push: deliveries: %w", err)
+		}
+		seq := 1 + perHook + r + 1 // event 1 created the task
+		for i := range n {
+			lat = append(lat, time.Duration(recv.got[i][seq].Load()-committed[i]))
 		}
 	}
 	slices.Sort(lat)
 	stop()
 	dispatched := recv.posts.Load()
+	want += int64(n * pushRounds)
 
 	// The bare client: the same bodies to the same receivers, one sender
 	// per webhook, in order, with keep-alive.
@@ -281,15 +300,15 @@ func pushPoint(ctx context.Context, opts ScaleOptions, dir string, n int, p *Poi
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if got := recv.posts.Load() - dispatched; got != want {
-		return fmt.Errorf("push: bare client: %d posts received, want %d", got, want)
+	if got := recv.posts.Load() - dispatched; got != int64(n*perHook) {
+		return fmt.Errorf("push: bare client: %d posts received, want %d", got, n*perHook)
 	}
 	bl := slices.Concat(bareLat...)
 	slices.Sort(bl)
 
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	rate := float64(want) / elapsed.Seconds()
-	bare := float64(want) / bareElapsed.Seconds()
+	rate := float64(n*perHook) / elapsed.Seconds()
+	bare := float64(n*perHook) / bareElapsed.Seconds()
 	p.set("deliveries_per_s", rate)
 	p.set("bare_posts_per_s", bare)
 	p.set("vs_bare", rate/bare)
