@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -129,6 +130,16 @@ func waitFor(ctx context.Context, progress func() int64, want int64, stall time.
 	}
 }
 
+// cpuTime is the CPU time the process has used, user and system: both the
+// sender's and the receivers' side, which are in this process.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // appendEvents appends evs to the task of *snap, pushBatch per Append,
 // calling committed (if not nil) with the time each Append returned.
 func appendEvents(ctx context.Context, st *boltstore.Store, snap **tasks.Snapshot, evs []a2a.Event, committed func(at int64)) error {
@@ -228,6 +239,7 @@ func pushPoint(ctx context.Context, opts ScaleOptions, dir string, n int, p *Poi
 		push.WithLogger(slog.New(slog.NewTextHandler(opts.Progress, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	dctx, cancel := context.WithCancel(ctx)
 	ran := make(chan struct{})
+	cpu0 := cpuTime()
 	start := time.Now()
 	go func() { _ = d.Run(dctx); close(ran) }() // Run fails only on reading the store, which the deliveries' wait shows
 	stop := sync.OnceFunc(func() { cancel(); <-ran })
@@ -236,7 +248,7 @@ func pushPoint(ctx context.Context, opts ScaleOptions, dir string, n int, p *Poi
 	if err := waitFor(ctx, recv.unique.Load, want, 30*time.Second); err != nil {
 		return fmt.Errorf("push: deliveries: %w", err)
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 
 	// Latency: one event appended to every task at once, each Append
 	// followed by the engine's commit notice, from its commit to its
@@ -273,6 +285,7 @@ func pushPoint(ctx context.Context, opts ScaleOptions, dir string, n int, p *Poi
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2}, Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
 	bareLat := make([][]time.Duration, n)
+	cpu0 = cpuTime()
 	start = time.Now()
 	for i := range n {
 		wg.Go(func() {
@@ -296,7 +309,7 @@ func pushPoint(ctx context.Context, opts ScaleOptions, dir string, n int, p *Poi
 		})
 	}
 	wg.Wait()
-	bareElapsed := time.Since(start)
+	bareElapsed, bareCPU := time.Since(start), cpuTime()-cpu0
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -316,6 +329,11 @@ func pushPoint(ctx context.Context, opts ScaleOptions, dir string, n int, p *Poi
 	p.set("delivery_p99_ms", ms(percentile(lat, 99)))
 	p.set("bare_p50_ms", ms(percentile(bl, 50)))
 	p.set("bare_p99_ms", ms(percentile(bl, 99)))
+	// CPU time per delivery holds still when other work shares the cores,
+	// which the rates do not.
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(n*perHook) }
+	p.set("cpu_us_per_delivery", us(cpu))
+	p.set("bare_cpu_us_per_post", us(bareCPU))
 	p.set("posts_per_delivery", float64(dispatched)/float64(want)) // above 1: sent again
 	return nil
 }
