@@ -23,7 +23,7 @@ func TestRunScaleSmoke(t *testing.T) {
 			bench.CurveSubscribers: {2, 20},
 			bench.CurveCatalog:     {10, 50},
 			bench.CurveRedis:       {1, 2},
-			bench.CurvePush:        {1, 4},
+			bench.CurvePush:        {1, 64}, // both sizes its goals read
 		},
 		Measure:      100 * time.Millisecond,
 		PointTimeout: time.Minute,
