@@ -223,7 +223,7 @@ func (d *Dispatcher) work(ctx context.Context, key string, w *worker) {
 			if err := d.storeCursor(ctx, w); err != nil && !errGone(err) && ctx.Err() == nil {
 				d.cfg.logger.Error("push: delivery", slog.String("task_id", string(w.task)), slog.String("config", w.config), slog.Any("error", err))
 			}
-			w.pd, w.queue = nil, nil
+			w.pd, w.queue, w.unstored = nil, nil, 0 // unstored, they are sent again
 		}
 		more, wait, err := d.step(ctx, w)
 		if err != nil && ctx.Err() != nil {
