@@ -35,8 +35,9 @@ type DeliveryStore interface {
 // Dispatcher delivers every event of a task's durable log to each push
 // config of the task, in order, one worker per config: a slow or dead
 // webhook holds up only its own deliveries, never the task or other
-// webhooks. Where each config stands is stored after every attempt, so a
-// restart resumes where it stopped, and an event is delivered at least once.
+// webhooks. Where each config stands is stored after every failed attempt,
+// and after successful ones in batches (see [CursorBatch]), so a restart
+// resumes where it stopped, and an event is delivered at least once.
 type Dispatcher struct {
 	store  DeliveryStore
 	signer *Signer
@@ -67,7 +68,22 @@ type worker struct {
 	// stored, and events read from the log but not yet delivered.
 	pd    *tasks.PushDelivery
 	queue []tasks.Event
+	// unstored counts the deliveries pd has advanced over since it was last
+	// stored; storeBy is when the first of them must be stored at the latest.
+	unstored int
+	storeBy  time.Time
 }
+
+// CursorBatch and CursorWindow bound the deliveries a crash may send again:
+// a worker stores where its config stands after at most CursorBatch
+// successful deliveries, or with the first delivery made CursorWindow after
+// the oldest one unstored, and whenever it has caught up with the log, fails
+// or stops. One store write per delivery would bound a webhook's rate by the
+// store's commit latency.
+const (
+	CursorBatch  = 64
+	CursorWindow = 250 * time.Millisecond
+)
 
 // NewDispatcher returns a dispatcher that signs deliveries with signer and
 // posts them with client (the SSRF guard's client).
@@ -197,12 +213,18 @@ func (d *Dispatcher) done(key string, w *worker) bool {
 
 func (d *Dispatcher) work(ctx context.Context, key string, w *worker) {
 	defer d.wg.Done()
+	defer d.storeOnStop(ctx, w)
 	for ctx.Err() == nil {
 		d.mu.Lock()
-		if w.reload { // read the state again: a request to retry is in it
-			w.reload, w.pd = false, nil
-		}
+		reload := w.reload
+		w.reload = false
 		d.mu.Unlock()
+		if reload { // read the state again: a request to retry is in it
+			if err := d.storeCursor(ctx, w); err != nil && !errGone(err) && ctx.Err() == nil {
+				d.cfg.logger.Error("push: delivery", slog.String("task_id", string(w.task)), slog.String("config", w.config), slog.Any("error", err))
+			}
+			w.pd, w.queue, w.unstored = nil, nil, 0 // unstored, they are sent again
+		}
 		more, wait, err := d.step(ctx, w)
 		if err != nil && ctx.Err() != nil {
 			return // stopping: the state stored so far is where the next start resumes
@@ -281,6 +303,7 @@ func (d *Dispatcher) step(ctx context.Context, w *worker) (more bool, wait time.
 		return true, 0, fmt.Errorf("encode event %d: %w", ev.Seq, err)
 	}
 	now := d.cfg.now()
+	attempts, first := pd.Attempts, pd.FirstAttempt
 	if pd.Attempts == 0 {
 		pd.FirstAttempt = now
 	}
@@ -288,7 +311,8 @@ func (d *Dispatcher) step(ctx context.Context, w *worker) (more bool, wait time.
 	retryAfter, reason, detail, retriable := d.post(ctx, pd, ev.Seq, body)
 	if reason != "" && ctx.Err() != nil {
 		// Cut short by the dispatcher stopping: not an attempt that failed.
-		// Nothing is stored, and the next start sends the event again.
+		// It is not stored, and the next start sends the event again.
+		pd.Attempts, pd.FirstAttempt = attempts, first
 		return true, 0, fmt.Errorf("deliver event %d: %w", ev.Seq, ctx.Err())
 	}
 	dead := reason != "" && (!retriable || pd.Attempts >= d.cfg.maxAttempts || now.Sub(pd.FirstAttempt) >= d.cfg.maxAge)
@@ -318,9 +342,18 @@ func (d *Dispatcher) step(ctx context.Context, w *worker) (more bool, wait time.
 		}
 		pd.NextAttempt, pd.LastError = now.Add(delay), reason
 	}
-	if err := d.store.UpdatePushDelivery(ctx, pd); err != nil {
-		w.pd, w.queue = nil, nil // start again from what is stored
-		if errors.Is(err, tasks.ErrNotFound) {
+	if reason == "" {
+		if w.unstored == 0 {
+			w.storeBy = now.Add(CursorWindow)
+		}
+		w.unstored++
+		if w.unstored < CursorBatch && now.Before(w.storeBy) && len(w.queue) > 0 {
+			return true, 0, nil // stored with a later delivery: see CursorBatch
+		}
+	}
+	if err := d.storeCursor(ctx, w); err != nil {
+		w.pd, w.queue, w.unstored = nil, nil, 0 // start again from what is stored: those deliveries are sent again
+		if errGone(err) {
 			return false, 0, nil
 		}
 		return true, 0, err
@@ -329,6 +362,32 @@ func (d *Dispatcher) step(ctx context.Context, w *worker) (more bool, wait time.
 		return true, pd.NextAttempt.Sub(now), nil
 	}
 	return true, 0, nil
+}
+
+// storeCursor stores the worker's state: where its config stands.
+func (d *Dispatcher) storeCursor(ctx context.Context, w *worker) error {
+	if w.pd == nil {
+		return nil
+	}
+	if err := d.store.UpdatePushDelivery(ctx, w.pd); err != nil {
+		return err
+	}
+	w.unstored = 0
+	return nil
+}
+
+// storeOnStop stores the deliveries a stopping worker made since its last
+// write, so that a clean stop sends none of them again.
+func (d *Dispatcher) storeOnStop(ctx context.Context, w *worker) {
+	if w.unstored == 0 {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if err := d.storeCursor(sctx, w); err != nil && !errGone(err) {
+		d.cfg.logger.Warn("push: store deliveries on stop: they will be sent again", slog.String("task_id", string(w.task)),
+			slog.String("config", w.config), slog.Int("deliveries", w.unstored), slog.Any("error", err))
+	}
 }
 
 // backoff is the delay before attempt n+1: doubling from the base, capped,

@@ -294,6 +294,7 @@ func (g *Guard) Client(timeout time.Duration) *http.Client {
 		},
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   100, // many webhooks on one host each keep their connection (the default, 2, redials)
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,

@@ -4,11 +4,12 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/handoff-a2a/handoff/agentcard"
 	"github.com/handoff-a2a/handoff/push/webhook"
@@ -24,6 +25,14 @@ const signatureLifetime = 5 * time.Minute
 type Signer struct {
 	keys   *agentcard.KeySet
 	issuer string
+
+	// last is the jose signer of the key that signed last: making one per
+	// delivery costs about as much as the signature.
+	mu   sync.Mutex
+	last struct {
+		key    *jose.JSONWebKey
+		signer jose.Signer
+	}
 }
 
 // NewSigner returns a Signer using the current key of keys. issuer, the
@@ -43,23 +52,56 @@ func (s *Signer) Sign(aud, taskID, deliveryID string, body []byte, now time.Time
 	if err != nil {
 		return "", fmt.Errorf("sign delivery %s: %w", deliveryID, err)
 	}
-	// go-jose writes the kid of a JSONWebKey signing key into the header.
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: keyAlgorithm(key), Key: key}, (&jose.SignerOptions{}).WithType("JWT"))
+	signer, err := s.signerOf(key)
 	if err != nil {
 		return "", fmt.Errorf("sign delivery %s: %w", deliveryID, err)
 	}
-	claims := jwt.Claims{
-		Issuer:   s.issuer,
-		Audience: jwt.Audience{aud},
-		IssuedAt: jwt.NewNumericDate(now),
-		Expiry:   jwt.NewNumericDate(now.Add(signatureLifetime)),
-		ID:       deliveryID + "#" + rand.Text(),
+	// The claims are encoded once, as one object: jwt.Signed's builder
+	// encodes each set, decodes it into a map and encodes the merged map,
+	// which cost more than the signature.
+	payload, err := json.Marshal(deliveryClaims{Issuer: s.issuer, Audience: aud, IssuedAt: now.Unix(), Expiry: now.Add(signatureLifetime).Unix(),
+		ID: deliveryID + "#" + rand.Text(), Claims: webhook.Claims{TaskID: taskID, BodySHA256: webhook.BodyHash(body), DeliveryID: deliveryID}})
+	if err != nil {
+		return "", fmt.Errorf("sign delivery %s: %w", deliveryID, err)
 	}
-	tok, err := jwt.Signed(signer).Claims(claims).Claims(webhook.Claims{TaskID: taskID, BodySHA256: webhook.BodyHash(body), DeliveryID: deliveryID}).Serialize()
+	jws, err := signer.Sign(payload)
+	if err != nil {
+		return "", fmt.Errorf("sign delivery %s: %w", deliveryID, err)
+	}
+	tok, err := jws.CompactSerialize()
 	if err != nil {
 		return "", fmt.Errorf("sign delivery %s: %w", deliveryID, err)
 	}
 	return tok, nil
+}
+
+// deliveryClaims are a delivery JWT's claims, registered and the
+// delivery's, encoded as jwt.Claims encodes them (one audience is a string,
+// times are seconds).
+type deliveryClaims struct {
+	Issuer   string `json:"iss,omitempty"`
+	Audience string `json:"aud"`
+	IssuedAt int64  `json:"iat"`
+	Expiry   int64  `json:"exp"`
+	ID       string `json:"jti"`
+	webhook.Claims
+}
+
+// signerOf returns the jose signer of key, made once per key in a row (a
+// jose.Signer is safe for concurrent use).
+func (s *Signer) signerOf(key *jose.JSONWebKey) (jose.Signer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last.key == key {
+		return s.last.signer, nil
+	}
+	// go-jose writes the kid of a JSONWebKey signing key into the header.
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: keyAlgorithm(key), Key: key}, (&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		return nil, err
+	}
+	s.last.key, s.last.signer = key, signer
+	return signer, nil
 }
 
 // keyAlgorithm is the alg key signs with. A KeySet holds only Ed25519 and

@@ -42,6 +42,9 @@ const (
 	// finished tasks: the data directory's and Redis's size over time. Not
 	// in [Curves]: asked for by name.
 	CurveRetention Curve = "retention"
+	// CurvePush is push deliveries to a growing number of webhooks, against
+	// a bare net/http client posting the same bodies to the same receivers.
+	CurvePush Curve = "push"
 )
 
 // OptionalCurves returns the curves a scale run measures only when asked.
@@ -51,7 +54,7 @@ func OptionalCurves() []Curve {
 
 // Curves returns every curve, in the order a scale run measures them.
 func Curves() []Curve {
-	return []Curve{CurveEvents, CurveTasks, CurveSubscribers, CurveCatalog, CurveRedis, CurveDelegation, CurveArtifact}
+	return []Curve{CurveEvents, CurveTasks, CurveSubscribers, CurveCatalog, CurveRedis, CurvePush, CurveDelegation, CurveArtifact}
 }
 
 // DefaultSizes returns the sizes a curve is measured at by default.
@@ -78,6 +81,8 @@ func DefaultSizes(c Curve) []int {
 		// 8 MiB is the largest under the artifact store's 16 MiB limit on
 		// an artifact's canonical JSON (base64 makes 16 MiB of raw 22).
 		return []int{1 << 10, 1 << 20, 8 << 20, 16 << 20, 64 << 20, 256 << 20}
+	case CurvePush:
+		return []int{1, 64}
 	}
 	return nil
 }
@@ -100,6 +105,8 @@ func (c Curve) title() string {
 		return "one artifact streamed by the peer in 1 MiB raw chunks: to the bench directly, and through a front agent's delegate skill (assembled, stored as blobs, gated); baseline: writing the same bytes to a file on the same disk and syncing it; RSS is the whole process's (both agents), above idle"
 	case CurveRetention:
 		return "steady blocking SendMessage (~1 KiB) to two conformance agents with retention.finished_tasks set, one on the embedded store, one on Redis; size is the seconds since the load began; purged = answered - stored; *_plateau = max over the last half / max at 2W..3W"
+	case CurvePush:
+		return "webhooks (HTTP servers on 127.0.0.1), each the push config of a task on the embedded store: a backlog of events delivered (deliveries/s), then one event per task appended 20 times (latency: commit to receipt); baseline: a bare net/http client posting the same bodies to the same receivers"
 	}
 	return string(c)
 }
@@ -327,6 +334,8 @@ func RunScale(ctx context.Context, opts ScaleOptions) (*ScaleReport, error) {
 			err = runArtifacts(ctx, opts, dir, &cr)
 		case CurveRetention:
 			err = runRetention(ctx, opts, dir, &cr)
+		case CurvePush:
+			err = runPush(ctx, opts, dir, &cr)
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -70,6 +70,8 @@ func ScaleGoals() []ScaleGoal {
 		{Curve: CurveRetention, Metric: "embedded.db_plateau", Kind: AtMost, Limit: plateauLimit, Unit: "×"},
 		{Curve: CurveRetention, Metric: "redis.ns_memory_plateau", Kind: AtMost, Limit: plateauLimit, Unit: "×"},
 		{Curve: CurveRetention, Metric: "redis.keys_plateau", Kind: AtMost, Limit: plateauLimit, Unit: "×"},
+		{Curve: CurvePush, Metric: "vs_bare", Kind: AtLeast, Size: 1, Limit: 0.5, Unit: "×"},
+		{Curve: CurvePush, Metric: "vs_bare", Kind: AtLeast, Size: 64, Limit: 0.5, Unit: "×"},
 	}
 }
 

@@ -25,6 +25,7 @@ func TestRunScaleSmoke(t *testing.T) {
 			bench.CurveRedis:       {1, 2},
 			bench.CurveDelegation:  {1, 4},
 			bench.CurveArtifact:    {1 << 10, 1 << 20},
+			bench.CurvePush:        {1, 64}, // both sizes its goals read
 		},
 		Measure:      100 * time.Millisecond,
 		PointTimeout: time.Minute,
@@ -41,6 +42,7 @@ func TestRunScaleSmoke(t *testing.T) {
 		bench.CurveRedis:       {"redis_sends_per_s"},
 		bench.CurveDelegation:  {"direct_p50_ms", "delegated_p50_ms", "delegated_p99_ms", "verifier_p50_ms", "verifier_calls_per_send"},
 		bench.CurveArtifact:    {"copy_s", "direct_s", "delegated_s", "delegated_peak_rss_above_idle_mib", "delegated_vs_copy"},
+		bench.CurvePush:        {"deliveries_per_s", "bare_posts_per_s", "vs_bare", "delivery_p99_ms"},
 	}
 	if len(r.Curves) != len(bench.Curves()) {
 		t.Fatalf("RunScale() measured %d curves, want %d", len(r.Curves), len(bench.Curves()))
@@ -74,7 +76,7 @@ func TestRunScaleSmoke(t *testing.T) {
 	if err := r.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"events:", "tasks:", "subscribers:", "catalog:", "redis:", "×base", "Goals:"} {
+	for _, s := range []string{"events:", "tasks:", "subscribers:", "catalog:", "redis:", "push:", "×base", "Goals:"} {
 		if !strings.Contains(table.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, table.String())
 		}
