@@ -32,20 +32,27 @@ type Tool struct {
 	outputErr  error
 }
 
-// newTool namespaces def and hashes it. The hash covers the whole definition the server sent,
-// so a changed description or schema is a changed tool.
-func newTool(server string, def *mcpsdk.Tool) (*Tool, error) {
+// reuseOrNewTool namespaces def and hashes it. The hash covers the whole definition the server
+// sent, so a changed description or schema is a changed tool. The tool of prev with the same
+// name and digest is returned instead when there is one, so that an unchanged tool keeps its
+// compiled schemas across listings.
+func reuseOrNewTool(server string, def *mcpsdk.Tool, prev map[string]*Tool) (*Tool, error) {
 	raw, err := json.Marshal(def)
 	if err != nil {
 		return nil, fmt.Errorf("encode tool %s: %w", def.Name, err)
 	}
 	sum := sha256.Sum256(raw)
+	digest := hex.EncodeToString(sum[:])
+	name := server + nameSep + def.Name
+	if t, ok := prev[name]; ok && t.Digest == digest {
+		return t, nil
+	}
 	return &Tool{
-		Name:       server + nameSep + def.Name,
+		Name:       name,
 		Server:     server,
 		Remote:     def.Name,
 		Definition: def,
-		Digest:     hex.EncodeToString(sum[:]),
+		Digest:     digest,
 	}, nil
 }
 
@@ -100,7 +107,11 @@ func newSnapshot(tools []*Tool) *Snapshot {
 	h := sha256.New()
 	byName := make(map[string]*Tool, len(tools))
 	for _, t := range tools {
-		fmt.Fprintf(h, "%s\x00%s\n", t.Name, t.Digest)
+		// The same bytes as "%s\x00%s\n", without fmt's cost per tool.
+		h.Write([]byte(t.Name))
+		h.Write([]byte{0})
+		h.Write([]byte(t.Digest))
+		h.Write([]byte{'\n'})
 		byName[t.Name] = t
 	}
 	return &Snapshot{Version: hex.EncodeToString(h.Sum(nil)), Tools: tools, byName: byName}
