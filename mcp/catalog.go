@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // Tool is one entry of a catalog [Snapshot]. It is immutable once published.
@@ -37,12 +38,10 @@ type Tool struct {
 // name and digest is returned instead when there is one, so that an unchanged tool keeps its
 // compiled schemas across listings.
 func reuseOrNewTool(server string, def *mcpsdk.Tool, prev map[string]*Tool) (*Tool, error) {
-	raw, err := json.Marshal(def)
+	digest, err := toolDigest(def)
 	if err != nil {
-		return nil, fmt.Errorf("encode tool %s: %w", def.Name, err)
+		return nil, err
 	}
-	sum := sha256.Sum256(raw)
-	digest := hex.EncodeToString(sum[:])
 	name := server + nameSep + def.Name
 	if t, ok := prev[name]; ok && t.Digest == digest {
 		return t, nil
@@ -54,6 +53,24 @@ func reuseOrNewTool(server string, def *mcpsdk.Tool, prev map[string]*Tool) (*To
 		Definition: def,
 		Digest:     digest,
 	}, nil
+}
+
+// encodeBufs holds the buffers tool digests encode into, so that a listing of thousands of
+// tools does not allocate one per tool.
+var encodeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// toolDigest hashes def's JSON, the bytes encoding/json gives (segmentio's encoder writes the
+// same bytes, with HTML escaped and map keys sorted, at a fraction of the cost).
+func toolDigest(def *mcpsdk.Tool) (string, error) {
+	buf := encodeBufs.Get().(*[]byte)
+	defer encodeBufs.Put(buf)
+	raw, err := segjson.Append((*buf)[:0], def, segjson.EscapeHTML|segjson.SortMapKeys)
+	if err != nil {
+		return "", fmt.Errorf("encode tool %s: %w", def.Name, err)
+	}
+	*buf = raw
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // inputSchema compiles the tool's inputSchema once, on first use: most listed tools are never
