@@ -104,5 +104,14 @@ func BenchmarkSearch(b *testing.B) {
 				}
 			}
 		})
+		// The split-and-sort ranking Search replaced, as the same run's baseline.
+		b.Run(fmt.Sprintf("reference/tools=%d", n), func(b *testing.B) {
+			tools := gadgets(n)
+			for b.Loop() {
+				if len(referenceSearch(tools, "report the serial of gadget 1234")) == 0 {
+					b.Fatal("found nothing")
+				}
+			}
+		})
 	}
 }
