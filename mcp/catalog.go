@@ -24,6 +24,8 @@ type Tool struct {
 	Definition *mcpsdk.Tool
 	// Digest is a hash of Definition; two snapshots hold the same tool when their digests match.
 	Digest string
+	// sum is Digest's bytes, which a relist compares without hex-encoding every listed tool.
+	sum [sha256.Size]byte
 
 	inputOnce  sync.Once
 	input      *jsonschema.Resolved
@@ -38,12 +40,12 @@ type Tool struct {
 // name and digest is returned instead when there is one, so that an unchanged tool keeps its
 // compiled schemas across listings.
 func reuseOrNewTool(server string, def *mcpsdk.Tool, prev map[string]*Tool) (*Tool, error) {
-	digest, err := toolDigest(def)
+	sum, err := toolDigest(def)
 	if err != nil {
 		return nil, err
 	}
 	name := server + nameSep + def.Name
-	if t, ok := prev[name]; ok && t.Digest == digest {
+	if t, ok := prev[name]; ok && t.sum == sum {
 		return t, nil
 	}
 	return &Tool{
@@ -51,7 +53,8 @@ func reuseOrNewTool(server string, def *mcpsdk.Tool, prev map[string]*Tool) (*To
 		Server:     server,
 		Remote:     def.Name,
 		Definition: def,
-		Digest:     digest,
+		Digest:     hex.EncodeToString(sum[:]),
+		sum:        sum,
 	}, nil
 }
 
@@ -61,16 +64,15 @@ var encodeBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // toolDigest hashes def's JSON, the bytes encoding/json gives (segmentio's encoder writes the
 // same bytes, with HTML escaped and map keys sorted, at a fraction of the cost).
-func toolDigest(def *mcpsdk.Tool) (string, error) {
+func toolDigest(def *mcpsdk.Tool) ([sha256.Size]byte, error) {
 	buf := encodeBufs.Get().(*[]byte)
 	defer encodeBufs.Put(buf)
 	raw, err := segjson.Append((*buf)[:0], def, segjson.EscapeHTML|segjson.SortMapKeys)
 	if err != nil {
-		return "", fmt.Errorf("encode tool %s: %w", def.Name, err)
+		return [sha256.Size]byte{}, fmt.Errorf("encode tool %s: %w", def.Name, err)
 	}
 	*buf = raw
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:]), nil
+	return sha256.Sum256(raw), nil
 }
 
 // inputSchema compiles the tool's inputSchema once, on first use: most listed tools are never

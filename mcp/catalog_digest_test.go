@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"testing"
 
@@ -36,8 +35,8 @@ func TestToolDigestIsEncodingJSONs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := hex.EncodeToString(sum[:]); got != want {
-			t.Errorf("digest of %s = %s, want %s (encoding/json: %s)", def.Name, got, want, raw)
+		if got != sum {
+			t.Errorf("digest of %s = %x, want %x (encoding/json: %s)", def.Name, got, sum, raw)
 		}
 	}
 }
