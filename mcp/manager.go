@@ -452,6 +452,10 @@ const maxTools = 10_000
 // list reads every page of the server's tools and keeps those the filters allow.
 func (s *supervisor) list(ctx context.Context, sess *mcpsdk.ClientSession) ([]*Tool, error) {
 	var tools []*Tool
+	var prev map[string]*Tool // unchanged tools keep their compiled schemas
+	if snap := s.m.Snapshot(); snap != nil {
+		prev = snap.byName
+	}
 	seen := 0
 	for def, err := range sess.Tools(ctx, nil) {
 		if err != nil {
@@ -463,7 +467,7 @@ func (s *supervisor) list(ctx context.Context, sess *mcpsdk.ClientSession) ([]*T
 		if !s.cfg.allows(def.Name) {
 			continue
 		}
-		t, err := newTool(s.cfg.Name, def)
+		t, err := reuseOrNewTool(s.cfg.Name, def, prev)
 		if err != nil {
 			return nil, err
 		}
