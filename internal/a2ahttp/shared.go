@@ -1,0 +1,76 @@
+package a2ahttp
+
+import (
+	"sync"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/handoff-a2a/handoff/internal/a2ajson"
+)
+
+// sharedEvents holds the JSON of the events lately written on streams, by
+// identity: the engine hands every subscriber of a task the same event
+// values, so one event fanned out to n streams is encoded once, not n times
+// (each stream only frames the shared bytes with its own JSON-RPC id).
+var sharedEvents = newEventCache(256, 32<<10)
+
+// eventCache maps recent events to their StreamResponse JSON. It holds the
+// JSON of at most size events, of at most maxJSON bytes each: a larger
+// event, or one pushed out, is encoded by each stream that writes it, as
+// without the cache.
+type eventCache struct {
+	maxJSON int
+
+	mu    sync.Mutex
+	byEv  map[a2a.Event]*encodedEvent
+	order []a2a.Event // a ring: the oldest entry is pushed out first
+	next  int
+}
+
+// encodedEvent is one event's JSON, made once by the first stream that
+// needs it while the others wait for it.
+type encodedEvent struct {
+	once sync.Once
+	json []byte
+	err  error
+}
+
+func newEventCache(size, maxJSON int) *eventCache {
+	return &eventCache{maxJSON: maxJSON, byEv: make(map[a2a.Event]*encodedEvent, size), order: make([]a2a.Event, size)}
+}
+
+// appendEvent appends ev as [a2ajson.AppendStreamResponse] does, from the
+// cache when another stream encoded the same event.
+func (c *eventCache) appendEvent(b []byte, ev a2a.Event) ([]byte, error) {
+	switch ev.(type) {
+	case *a2a.Task, *a2a.Message, *a2a.TaskStatusUpdateEvent, *a2a.TaskArtifactUpdateEvent:
+		// pointers: comparable, and shared by identity
+	default:
+		return a2ajson.AppendStreamResponse(b, ev)
+	}
+	c.mu.Lock()
+	e, ok := c.byEv[ev]
+	if !ok {
+		e = &encodedEvent{}
+		if old := c.order[c.next]; old != nil {
+			delete(c.byEv, old)
+		}
+		c.order[c.next], c.byEv[ev] = ev, e
+		c.next = (c.next + 1) % len(c.order)
+	}
+	c.mu.Unlock()
+	e.once.Do(func() {
+		j, err := a2ajson.AppendStreamResponse(nil, ev)
+		if err == nil && len(j) > c.maxJSON {
+			j = nil // each stream encodes it: the cache keeps no large bytes alive
+		}
+		e.json, e.err = j, err
+	})
+	if e.err != nil {
+		return nil, e.err
+	}
+	if e.json == nil {
+		return a2ajson.AppendStreamResponse(b, ev)
+	}
+	return append(b, e.json...), nil
+}
