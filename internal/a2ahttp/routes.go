@@ -622,12 +622,12 @@ func streamJSONRPC(h a2asrv.RequestHandler) http.Handler {
 		ctx, _ := a2asrv.NewCallContext(r.Context(), a2asrv.NewServiceParams(r.Header))
 		id, _ := json.Marshal(env.ID) // a string or a number
 		bp := answerBufs.Get().(*[]byte)
-		defer answerBufs.Put(bp)
-		keep := func(buf []byte) { // for the next request's answer, unless outsized
-			if cap(buf) <= maxKeptAnswer {
-				*bp = buf[:0]
+		defer func() {
+			if bp != nil {
+				answerBufs.Put(bp)
 			}
-		}
+		}()
+		keep := func(buf []byte) { keepAnswer(bp, buf) }
 		if env.Method == "GetTask" {
 			t, err := h.GetTask(ctx, &p.get)
 			var buf []byte
@@ -663,12 +663,14 @@ func streamJSONRPC(h a2asrv.RequestHandler) http.Handler {
 			keep(buf)
 			return
 		}
+		// A stream takes a buffer for each event and gives it back once the
+		// event is written: an idle stream holds none while it waits.
+		answerBufs.Put(bp)
+		bp = nil
 		var (
 			started  bool
 			firstErr error
-			buf      = (*bp)[:0]
 		)
-		defer func() { keep(buf) }()
 		// Events are flushed when the engine is about to wait for more,
 		// and the last goes out with the end of the response: the events of
 		// one write leave in one network write. A subscription's stream has
@@ -700,11 +702,15 @@ func streamJSONRPC(h a2asrv.RequestHandler) http.Handler {
 				hdr.Set("X-Accel-Buffering", "no")
 				w.WriteHeader(http.StatusOK)
 			}
-			buf = append(append(buf[:0], "id: "...), uuid.NewString()...)
+			eb := answerBufs.Get().(*[]byte)
+			buf := append(append((*eb)[:0], "id: "...), uuid.NewString()...)
 			buf = append(append(append(buf, "\ndata: {\"jsonrpc\":\"2.0\",\"id\":"...), id...), ',')
 			buf = appendStreamAnswer(buf, ev, err, true)
 			buf = append(buf, "}\n\n"...)
-			if _, werr := w.Write(buf); werr != nil {
+			_, werr := w.Write(buf)
+			keepAnswer(eb, buf)
+			answerBufs.Put(eb)
+			if werr != nil {
 				return // the client left; leaving the loop ends the stream
 			}
 			if flushEach {
@@ -728,6 +734,14 @@ var answerBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // maxKeptAnswer bounds the buffers answerBufs keeps.
 const maxKeptAnswer = 64 << 10
+
+// keepAnswer keeps buf, the answer written from bp's buffer, in bp for the
+// next answer, unless outsized.
+func keepAnswer(bp *[]byte, buf []byte) {
+	if cap(buf) <= maxKeptAnswer {
+		*bp = buf[:0]
+	}
+}
 
 // rpcEnvelope is a JSON-RPC request as streamJSONRPC reads it.
 type rpcEnvelope struct {
