@@ -14,8 +14,8 @@ import (
 // (each stream only frames the shared bytes with its own JSON-RPC id).
 var sharedEvents = newEventCache(256, 32<<10)
 
-// eventCache maps recent events to their StreamResponse JSON. It holds the
-// JSON of at most size events, of at most maxJSON bytes each: a larger
+// eventCache maps recent events to their StreamResponse JSON. It holds at
+// most size events, whose JSON is at most maxJSON bytes each: a larger
 // event, or one pushed out, is encoded by each stream that writes it, as
 // without the cache.
 type eventCache struct {
@@ -31,6 +31,7 @@ type eventCache struct {
 // needs it while the others wait for it.
 type encodedEvent struct {
 	once sync.Once
+	slot int // its place in order
 	json []byte
 	err  error
 }
@@ -51,7 +52,7 @@ func (c *eventCache) appendEvent(b []byte, ev a2a.Event) ([]byte, error) {
 	c.mu.Lock()
 	e, ok := c.byEv[ev]
 	if !ok {
-		e = &encodedEvent{}
+		e = &encodedEvent{slot: c.next}
 		if old := c.order[c.next]; old != nil {
 			delete(c.byEv, old)
 		}
@@ -61,16 +62,26 @@ func (c *eventCache) appendEvent(b []byte, ev a2a.Event) ([]byte, error) {
 	c.mu.Unlock()
 	e.once.Do(func() {
 		j, err := a2ajson.AppendStreamResponse(nil, ev)
-		if err == nil && len(j) > c.maxJSON {
-			j = nil // each stream encodes it: the cache keeps no large bytes alive
+		if err != nil || len(j) > c.maxJSON {
+			c.forget(ev, e) // neither large bytes nor a large event are kept alive
 		}
 		e.json, e.err = j, err
 	})
 	if e.err != nil {
 		return nil, e.err
 	}
-	if e.json == nil {
-		return a2ajson.AppendStreamResponse(b, ev)
-	}
 	return append(b, e.json...), nil
+}
+
+// forget drops ev's entry e, if it is still the cache's.
+func (c *eventCache) forget(ev a2a.Event, e *encodedEvent) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byEv[ev] != e {
+		return
+	}
+	delete(c.byEv, ev)
+	if c.order[e.slot] == ev {
+		c.order[e.slot] = nil
+	}
 }
