@@ -2,6 +2,7 @@ package a2ahttp
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -21,6 +22,11 @@ var sharedEvents = newEventCache(256, 32<<10)
 type eventCache struct {
 	maxJSON int
 
+	// last is the event encoded last, read without the lock: a fan-out's
+	// streams all wake at once for the same event, and 1,000 of them
+	// queueing on mu put the lock's hand-offs in the fan-out's tail.
+	last atomic.Pointer[encodedEvent]
+
 	mu    sync.Mutex
 	byEv  map[a2a.Event]*encodedEvent
 	order []a2a.Event // a ring: the oldest entry is pushed out first
@@ -31,6 +37,7 @@ type eventCache struct {
 // needs it while the others wait for it.
 type encodedEvent struct {
 	once sync.Once
+	ev   a2a.Event
 	slot int // its place in order
 	json []byte
 	err  error
@@ -49,10 +56,13 @@ func (c *eventCache) appendEvent(b []byte, ev a2a.Event) ([]byte, error) {
 	default:
 		return a2ajson.AppendStreamResponse(b, ev)
 	}
+	if l := c.last.Load(); l != nil && l.ev == ev {
+		return append(b, l.json...), nil
+	}
 	c.mu.Lock()
 	e, ok := c.byEv[ev]
 	if !ok {
-		e = &encodedEvent{slot: c.next}
+		e = &encodedEvent{ev: ev, slot: c.next}
 		if old := c.order[c.next]; old != nil {
 			delete(c.byEv, old)
 		}
@@ -62,10 +72,12 @@ func (c *eventCache) appendEvent(b []byte, ev a2a.Event) ([]byte, error) {
 	c.mu.Unlock()
 	e.once.Do(func() {
 		j, err := a2ajson.AppendStreamResponse(nil, ev)
+		e.json, e.err = j, err
 		if err != nil || len(j) > c.maxJSON {
 			c.forget(ev, e) // neither large bytes nor a large event are kept alive
+		} else {
+			c.last.Store(e) // after json is set: readers of last do not wait on once
 		}
-		e.json, e.err = j, err
 	})
 	if e.err != nil {
 		return nil, e.err
