@@ -27,7 +27,12 @@ import (
 // request being read or answered) is never closed, nor one that has been
 // spare, or last received bytes, for less than SpareGrace: net/http counts
 // a connection busy only once it has read a request's header, so a request
-// sent but not yet read would be lost with it. When no connection can be
+// sent but not yet read would be lost with it. One exception: a connection
+// never authenticated on that has had its answer and received nothing since
+// is closable at once. Without it a flood that redials faster than
+// max/SpareGrace keeps every connection inside its grace, and a new caller
+// is refused for as long as the flood lasts; the flood now displaces its
+// own answered connections, as fast as it comes. When no connection can be
 // closed, the new one is answered 503 with Retry-After and closed at once,
 // before any of it is read.
 //
@@ -88,6 +93,7 @@ type limitedConn struct {
 	counted    bool          // in total and byIP
 	waiting    *list.Element // in spare or trusted while it waits for a request
 	authorized bool          // carried an authenticated request
+	answered   bool          // a request on it ran (it went busy, then spare)
 }
 
 // SpareGrace is how long a connection that became spare, or received
@@ -193,7 +199,7 @@ func (l *ConnLimiter) evictLocked(v *limitedConn) {
 }
 
 // spareLocked returns the connection to close first, from ip ("" any), or
-// nil when none is spare for longer than SpareGrace.
+// nil when none is closable: see [ConnLimiter].
 func (l *ConnLimiter) spareLocked(ip string, now time.Time) *limitedConn {
 	for _, q := range []*list.List{&l.spare, &l.trusted} {
 		for e := q.Front(); e != nil; e = e.Next() {
@@ -201,10 +207,14 @@ func (l *ConnLimiter) spareLocked(ip string, now time.Time) *limitedConn {
 			if ip != "" && c.ip != ip {
 				continue
 			}
-			if now.Sub(c.idleSince) < SpareGrace || now.Sub(time.Unix(0, c.lastRead.Load())) < SpareGrace {
-				continue
+			lastRead := c.lastRead.Load()
+			graced := now.Sub(c.idleSince) >= SpareGrace && now.Sub(time.Unix(0, lastRead)) >= SpareGrace
+			// Answered and silent since: what it sent was read and
+			// answered, so closing it loses no request.
+			silent := !c.authorized && c.answered && lastRead < c.idleSince.UnixNano()
+			if graced || silent {
+				return c
 			}
-			return c
 		}
 	}
 	return nil
@@ -333,6 +343,7 @@ func (l *ConnLimiter) ConnState(nc net.Conn, s http.ConnState) {
 		l.waitLocked(c)
 	case http.StateActive:
 		l.busyLocked(c)
+		c.answered = true // spare again only once its answer is written
 	case http.StateHijacked, http.StateClosed:
 		l.dropLocked(c)
 	}

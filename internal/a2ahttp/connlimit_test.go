@@ -1,10 +1,17 @@
 package a2ahttp
 
 import (
+	"bufio"
+	"context"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // fakeListener hands out in-memory connections with the remote addresses
@@ -79,5 +86,104 @@ func TestPerIPBehindProxyLogged(t *testing.T) {
 		if got := strings.Contains(buf.String(), "max_connections_per_ip: 0"); got != tc.want {
 			t.Errorf("per-IP %d, public_url %q: logged %v, want %v: %q", tc.perIP, tc.url, got, tc.want, buf.String())
 		}
+	}
+}
+
+// TestConnectionCapFloodLeavesRoom: a flood of unauthenticated clients that
+// redial as soon as they are closed, far faster than max/SpareGrace, over
+// real sockets, against a full table: a new connection of another caller
+// still gets in (it displaces an idle flood connection that had its
+// answer) and is never told 503, and the table never holds more than max.
+func TestConnectionCapFloodLeavesRoom(t *testing.T) {
+	const (
+		maxConns = 32
+		flooders = 64
+		calls    = 40
+		redial   = 50 * time.Millisecond // after a close: max/SpareGrace is 128/s, the flood's aim 1,280/s
+	)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newConnLimiter(ln, maxConns, 0, slog.New(slog.DiscardHandler))
+	var over atomic.Bool
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		over.CompareAndSwap(false, l.total > maxConns)
+		l.mu.Unlock()
+		_, _ = io.WriteString(w, "ok")
+	})
+	mux.HandleFunc("/auth", func(w http.ResponseWriter, r *http.Request) {
+		markAuthenticated(r.Context())
+		_, _ = io.WriteString(w, "ok")
+	})
+	srv := &http.Server{Handler: mux, ConnState: l.ConnState, ConnContext: l.ConnContext}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	addr := ln.Addr().String()
+
+	// Each flooder: dial, one /healthz, then idle until the server closes
+	// the connection, and again shortly after.
+	ctx, stop := context.WithCancel(t.Context())
+	var flood sync.WaitGroup
+	var dialed atomic.Int64
+	for range flooders {
+		flood.Go(func() {
+			for ctx.Err() == nil {
+				c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+				if err != nil {
+					continue
+				}
+				dialed.Add(1)
+				stopWatch := context.AfterFunc(ctx, func() { _ = c.Close() })
+				_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: flood\r\n\r\n")
+				_, _ = io.Copy(io.Discard, c) // the answer, then idle until closed
+				stopWatch()
+				_ = c.Close()
+				select {
+				case <-ctx.Done():
+				case <-time.After(redial):
+				}
+			}
+		})
+	}
+	defer func() { stop(); flood.Wait() }()
+
+	// Fill the table before the caller starts.
+	for dialed.Load() < 4*maxConns {
+		time.Sleep(time.Millisecond)
+	}
+	start, before := time.Now(), dialed.Load()
+	refused := 0
+	for range calls {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		_, _ = io.WriteString(c, "GET /auth HTTP/1.1\r\nHost: caller\r\nConnection: close\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		switch {
+		case err != nil:
+			t.Errorf("the caller's request: %v", err)
+		case resp.StatusCode == http.StatusServiceUnavailable:
+			refused++
+		case resp.StatusCode != http.StatusOK:
+			t.Errorf("the caller's request: %s", resp.Status)
+		}
+		_ = c.Close()
+		time.Sleep(5 * time.Millisecond)
+	}
+	rate := float64(dialed.Load()-before) / time.Since(start).Seconds()
+	t.Logf("flood: %.0f connections/s (max/SpareGrace = %.0f/s); caller refused %d of %d", rate, maxConns/SpareGrace.Seconds(), refused, calls)
+	if rate < 2*maxConns/SpareGrace.Seconds() {
+		t.Fatalf("the flood redialed %.0f connections/s, under twice max/SpareGrace: it does not test the case", rate)
+	}
+	if refused > 0 {
+		t.Errorf("the caller was told 503 %d times of %d while the table held idle, answered flood connections", refused, calls)
+	}
+	if over.Load() {
+		t.Errorf("the table held more than %d connections", maxConns)
 	}
 }

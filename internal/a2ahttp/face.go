@@ -33,9 +33,9 @@ func New(h a2asrv.RequestHandler, authn *auth.Authenticator, opts ...Option) *Fa
 
 // JSONRPC serves the JSON-RPC binding: A2A 1.0, or 0.3, by the A2A-Version
 // header (an unknown version is answered -32009). SendMessage,
-// SendStreamingMessage and GetTask of 1.0 take the fast path of
-// streamJSONRPC; every other request, and every answer the fast path leaves,
-// is a2a-go's.
+// SendStreamingMessage, SubscribeToTask and GetTask of 1.0 take the fast
+// path of streamJSONRPC; every other request, and every answer the fast path
+// leaves, is a2a-go's.
 func (f *Face) JSONRPC() http.Handler {
 	h := f.Observed("jsonrpc")
 	return authenticate(f.authn, bindingJSONRPC, limitBody(f.bodies, true, jsonrpcMend(versioned(

@@ -563,6 +563,15 @@ func (a answered) SendMessage(context.Context, *a2a.SendMessageRequest) (a2a.Sen
 }
 
 func (a answered) SendStreamingMessage(context.Context, *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+	return a.stream()
+}
+
+func (a answered) SubscribeToTask(context.Context, *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
+	return a.stream()
+}
+
+// stream is a stream that answered a.err before any event, or nothing.
+func (a answered) stream() iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		if a.err != nil {
 			yield(nil, a.err)
@@ -578,13 +587,16 @@ type flushingStreamer interface {
 	SendStreamingMessageWithFlush(ctx context.Context, req *a2a.SendMessageRequest, flush func()) iter.Seq2[a2a.Event, error]
 }
 
-// streamJSONRPC serves SendMessage, SendStreamingMessage and GetTask of
-// JSON-RPC 1.0 and passes every other request to next, a2a-go's JSON-RPC
-// handler. A SendMessage or GetTask answer is written with the store's JSON
-// writers instead of encoding/json. a2a-go runs each stream
+// streamJSONRPC serves SendMessage, SendStreamingMessage, SubscribeToTask
+// and GetTask of JSON-RPC 1.0 and passes every other request to next,
+// a2a-go's JSON-RPC handler. A SendMessage or GetTask answer is written with
+// the store's JSON writers instead of encoding/json. a2a-go runs each stream
 // in a goroutine of its own that hands over every event, encoded by
 // encoding/json, through a channel; here the request's goroutine writes each
-// event as the engine yields it, in the JSON the store's writers make. A
+// event as the engine yields it, in the JSON the store's writers make, made
+// once for all the streams that carry the same event (sharedEvents): one
+// goroutine and one encoding less per stream and event, what a fan-out to
+// many subscribers costs. A
 // request it does not take apart the way a2a-go does, and a stream whose
 // first answer is an error (and every SendMessage and GetTask error), go to
 // a2a-go's JSON-RPC handler, so their answers are a2a-go's: next takes the
@@ -601,24 +613,23 @@ func streamJSONRPC(h a2asrv.RequestHandler) http.Handler {
 		}
 		var (
 			env rpcEnvelope
-			req a2a.SendMessageRequest
-			get a2a.GetTaskRequest
+			p   rpcParams
 		)
-		if !decodeRPC(body.data, &env, &req, &get) {
+		if !decodeRPC(body.data, &env, &p) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		ctx, _ := a2asrv.NewCallContext(r.Context(), a2asrv.NewServiceParams(r.Header))
 		id, _ := json.Marshal(env.ID) // a string or a number
 		bp := answerBufs.Get().(*[]byte)
-		defer answerBufs.Put(bp)
-		keep := func(buf []byte) { // for the next request's answer, unless outsized
-			if cap(buf) <= maxKeptAnswer {
-				*bp = buf[:0]
+		defer func() {
+			if bp != nil {
+				answerBufs.Put(bp)
 			}
-		}
+		}()
+		keep := func(buf []byte) { keepAnswer(bp, buf) }
 		if env.Method == "GetTask" {
-			t, err := h.GetTask(ctx, &get)
+			t, err := h.GetTask(ctx, &p.get)
 			var buf []byte
 			if err == nil {
 				buf = append(append((*bp)[:0], `{"jsonrpc":"2.0","id":`...), id...)
@@ -638,38 +649,44 @@ func streamJSONRPC(h a2asrv.RequestHandler) http.Handler {
 			return
 		}
 		if env.Method == "SendMessage" {
-			res, err := h.SendMessage(ctx, &req)
+			res, err := h.SendMessage(ctx, &p.send)
 			if err != nil {
 				body.Reset(body.data)
 				a2asrv.NewJSONRPCHandler(answered{h, nil, err}).ServeHTTP(w, r)
 				return
 			}
 			buf := append(append((*bp)[:0], `{"jsonrpc":"2.0","id":`...), id...)
-			buf = appendStreamAnswer(append(buf, ','), res, nil)
+			buf = appendStreamAnswer(append(buf, ','), res, nil, false)
 			w.Header().Set("Content-Type", "application/json")
 			buf = append(buf, "}\n"...)
 			_, _ = w.Write(buf) // a client that left has nothing to be told
 			keep(buf)
 			return
 		}
+		// A stream takes a buffer for each event and gives it back once the
+		// event is written: an idle stream holds none while it waits.
+		answerBufs.Put(bp)
+		bp = nil
 		var (
 			started  bool
 			firstErr error
-			buf      = (*bp)[:0]
 		)
-		defer func() { keep(buf) }()
 		// Events are flushed when the engine is about to wait for more,
 		// and the last goes out with the end of the response: the events of
-		// one write leave in one network write.
+		// one write leave in one network write. A subscription's stream has
+		// no such hook: each of its events is flushed as it is written.
 		var events iter.Seq2[a2a.Event, error]
-		if fs, ok := h.(flushingStreamer); ok {
-			events = fs.SendStreamingMessageWithFlush(ctx, &req, func() {
+		flushEach := false
+		if fs, ok := h.(flushingStreamer); ok && env.Method == "SendStreamingMessage" {
+			events = fs.SendStreamingMessageWithFlush(ctx, &p.send, func() {
 				if started {
 					flusher.Flush()
 				}
 			})
+		} else if env.Method == "SendStreamingMessage" {
+			events = h.SendStreamingMessage(ctx, &p.send)
 		} else {
-			events = h.SendStreamingMessage(ctx, &req)
+			events, flushEach = h.SubscribeToTask(ctx, &p.sub), true
 		}
 		for ev, err := range events {
 			if !started {
@@ -685,12 +702,19 @@ func streamJSONRPC(h a2asrv.RequestHandler) http.Handler {
 				hdr.Set("X-Accel-Buffering", "no")
 				w.WriteHeader(http.StatusOK)
 			}
-			buf = append(append(buf[:0], "id: "...), uuid.NewString()...)
+			eb := answerBufs.Get().(*[]byte)
+			buf := append(append((*eb)[:0], "id: "...), uuid.NewString()...)
 			buf = append(append(append(buf, "\ndata: {\"jsonrpc\":\"2.0\",\"id\":"...), id...), ',')
-			buf = appendStreamAnswer(buf, ev, err)
+			buf = appendStreamAnswer(buf, ev, err, true)
 			buf = append(buf, "}\n\n"...)
-			if _, werr := w.Write(buf); werr != nil {
+			_, werr := w.Write(buf)
+			keepAnswer(eb, buf)
+			answerBufs.Put(eb)
+			if werr != nil {
 				return // the client left; leaving the loop ends the stream
+			}
+			if flushEach {
+				flusher.Flush()
 			}
 			if err != nil {
 				return
@@ -711,6 +735,14 @@ var answerBufs = sync.Pool{New: func() any { return new([]byte) }}
 // maxKeptAnswer bounds the buffers answerBufs keeps.
 const maxKeptAnswer = 64 << 10
 
+// keepAnswer keeps buf, the answer written from bp's buffer, in bp for the
+// next answer, unless outsized.
+func keepAnswer(bp *[]byte, buf []byte) {
+	if cap(buf) <= maxKeptAnswer {
+		*bp = buf[:0]
+	}
+}
+
 // rpcEnvelope is a JSON-RPC request as streamJSONRPC reads it.
 type rpcEnvelope struct {
 	JSONRPC string          `json:"jsonrpc"`
@@ -719,8 +751,17 @@ type rpcEnvelope struct {
 	Params  json.RawMessage `json:"params"`
 }
 
-// decodeRPC decodes a request streamJSONRPC serves, with encoding/json.
-// False: the request is left to a2a-go's handler.
+// rpcParams are the params of the requests streamJSONRPC serves, one
+// field for each kind.
+type rpcParams struct {
+	send a2a.SendMessageRequest
+	get  a2a.GetTaskRequest
+	sub  a2a.SubscribeToTaskRequest
+}
+
+// decodeRPC decodes a request streamJSONRPC serves, with encoding/json,
+// into the field of p for its method. False: the request is left to
+// a2a-go's handler.
 //
 // A hand-written one-pass decoder of the commonest SendMessage (a message
 // of text parts) stood here, and was removed: measured with four interleaved
@@ -729,15 +770,17 @@ type rpcEnvelope struct {
 // 4.91–5.17× the bare SDK, without it 0.290–0.341× (mean 0.311) and
 // 4.29–5.04×, at 157 against 184 allocations a request: no end-to-end gain
 // beyond the noise.
-func decodeRPC(data []byte, env *rpcEnvelope, req *a2a.SendMessageRequest, get *a2a.GetTaskRequest) bool {
+func decodeRPC(data []byte, env *rpcEnvelope, p *rpcParams) bool {
 	if json.Unmarshal(data, env) != nil || env.JSONRPC != "2.0" || !plainID(env.ID) {
 		return false
 	}
 	switch env.Method {
 	case "SendMessage", "SendStreamingMessage":
-		return json.Unmarshal(env.Params, req) == nil
+		return json.Unmarshal(env.Params, &p.send) == nil
 	case "GetTask":
-		return json.Unmarshal(env.Params, get) == nil
+		return json.Unmarshal(env.Params, &p.get) == nil
+	case "SubscribeToTask":
+		return json.Unmarshal(env.Params, &p.sub) == nil
 	}
 	return false
 }
@@ -753,11 +796,16 @@ func plainID(id any) bool {
 }
 
 // appendStreamAnswer appends `"result":` and the event, or `"error":` and
-// err, the way a2a-go's JSON-RPC binding writes them.
-func appendStreamAnswer(b []byte, ev a2a.Event, err error) []byte {
+// err, the way a2a-go's JSON-RPC binding writes them; shared: the event's
+// JSON from sharedEvents, for an event other streams may carry too.
+func appendStreamAnswer(b []byte, ev a2a.Event, err error, shared bool) []byte {
 	if err == nil {
 		b = append(b, `"result":`...)
-		if out, eerr := a2ajson.AppendStreamResponse(b, ev); eerr == nil {
+		appendEvent := a2ajson.AppendStreamResponse
+		if shared {
+			appendEvent = sharedEvents.appendEvent
+		}
+		if out, eerr := appendEvent(b, ev); eerr == nil {
 			return out
 		}
 		j, merr := json.Marshal(a2a.StreamResponse{Event: ev})

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/a2aproject/a2a-go/v2/a2a"
 )
 
 // TestBudgetGivenBackOnce: a body's bytes are given back (and dropped)
@@ -40,7 +38,7 @@ func TestBudgetGivenBackOnce(t *testing.T) {
 	}
 }
 
-// rpcSeeds are requests decodeRPC takes (the first five) and leaves to
+// rpcSeeds are requests decodeRPC takes (the first six) and leaves to
 // a2a-go's handler (the rest).
 var rpcSeeds = []string{
 	`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hello"}]}}}`,
@@ -48,6 +46,7 @@ var rpcSeeds = []string{
 	" {\n\t\"params\" : { \"message\" : { \"parts\" : [ { \"text\" : \"é ✓\" } ] , \"role\" : \"ROLE_USER\" } } , \"method\":\"SendMessage\", \"id\": -1.5e3, \"jsonrpc\":\"2.0\" }\r\n",
 	`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"configuration":{"returnImmediately":true},"message":{"messageId":"m\u0041","parts":[{"text":"x","metadata":{"k":1}}]}}}`,
 	`{"jsonrpc":"2.0","id":"g","method":"GetTask","params":{"id":"t-1","historyLength":2}}`,
+	`{"jsonrpc":"2.0","id":"s","method":"SubscribeToTask","params":{"id":"t-2"}}`,
 	`{"jsonrpc":"2.0","id":null,"method":"SendMessage","params":{"message":{}}}`,
 	`{"jsonrpc":"2.0","method":"SendMessage","params":{"message":{}}}`,
 	`{"jsonrpc":"2.0","id":{"a":1},"method":"SendMessage","params":{"message":{}}}`,
@@ -62,18 +61,17 @@ var rpcSeeds = []string{
 }
 
 // TestDecodeRPC: decodeRPC takes the JSON-RPC 2.0 SendMessage,
-// SendStreamingMessage and GetTask requests with a string or number id, as
+// SendStreamingMessage, SubscribeToTask and GetTask requests with a string or number id, as
 // encoding/json and a2a-go's unmarshalers decode them, and leaves every
 // other request to a2a-go's handler, which answers it in its own way.
 func TestDecodeRPC(t *testing.T) {
 	for i, in := range rpcSeeds {
 		var (
 			env rpcEnvelope
-			req a2a.SendMessageRequest
-			get a2a.GetTaskRequest
+			p   rpcParams
 		)
-		took := decodeRPC([]byte(in), &env, &req, &get)
-		if want := i < 5; took != want {
+		took := decodeRPC([]byte(in), &env, &p)
+		if want := i < 6; took != want {
 			t.Errorf("seed %d: taken %v, want %v: %s", i, took, want, in)
 			continue
 		}
@@ -82,22 +80,25 @@ func TestDecodeRPC(t *testing.T) {
 		}
 		switch env.Method {
 		case "GetTask":
-			if get.ID != "t-1" || get.HistoryLength == nil || *get.HistoryLength != 2 {
-				t.Errorf("seed %d: GetTask decoded as %+v", i, get)
+			if p.get.ID != "t-1" || p.get.HistoryLength == nil || *p.get.HistoryLength != 2 {
+				t.Errorf("seed %d: GetTask decoded as %+v", i, p.get)
+			}
+		case "SubscribeToTask":
+			if p.sub.ID != "t-2" {
+				t.Errorf("seed %d: SubscribeToTask decoded as %+v", i, p.sub)
 			}
 		default:
-			if req.Message == nil || len(req.Message.Parts) == 0 || req.Message.Parts[0].Text() == "" {
-				t.Errorf("seed %d: message decoded as %+v", i, req.Message)
+			if p.send.Message == nil || len(p.send.Message.Parts) == 0 || p.send.Message.Parts[0].Text() == "" {
+				t.Errorf("seed %d: message decoded as %+v", i, p.send.Message)
 			}
 		}
 	}
 	var (
 		env rpcEnvelope
-		req a2a.SendMessageRequest
-		get a2a.GetTaskRequest
+		p   rpcParams
 	)
-	if !decodeRPC([]byte(rpcSeeds[3]), &env, &req, &get) || req.Message.ID != "mA" || req.Config == nil || !req.Config.ReturnImmediately {
-		t.Errorf("escapes and configuration: message %+v, configuration %+v", req.Message, req.Config)
+	if !decodeRPC([]byte(rpcSeeds[3]), &env, &p) || p.send.Message.ID != "mA" || p.send.Config == nil || !p.send.Config.ReturnImmediately {
+		t.Errorf("escapes and configuration: message %+v, configuration %+v", p.send.Message, p.send.Config)
 	}
 }
 
@@ -111,14 +112,13 @@ func FuzzDecodeRPC(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var (
 			env rpcEnvelope
-			req a2a.SendMessageRequest
-			get a2a.GetTaskRequest
+			p   rpcParams
 		)
-		if !decodeRPC(in, &env, &req, &get) {
+		if !decodeRPC(in, &env, &p) {
 			return
 		}
 		switch env.Method {
-		case "SendMessage", "SendStreamingMessage", "GetTask":
+		case "SendMessage", "SendStreamingMessage", "GetTask", "SubscribeToTask":
 		default:
 			t.Fatalf("took method %q of %q", env.Method, in)
 		}
