@@ -326,19 +326,26 @@ func scriptErr(code int64) error {
 }
 
 // appendScript checks the stored version and owner, then writes the events,
-// the snapshot, the owner index, the unfinished set, and what retention
+// the snapshot's head and what it adds to the history and parts lists (see
+// layout.go), the owner index, the unfinished set, and what retention
 // needs: the finished index, the blobs the task names, the keys' expiry.
 // Every check comes before the first write: a Lua script that stops
-// half-way is not rolled back.
+// half-way is not rolled back. It answers scriptRewrite, having written
+// nothing, when an append of the tail alone does not add up with the stored
+// counts (or the task is in the old layout): the caller sends it whole.
 //
 // KEYS: task hash, event stream, owner index, unfinished set, finished
-// index, push hash, then the blob sets of the blobs the task names.
-// ARGV: owner, next version, event count, snapshot, index member,
+// index, push hash, history list, parts list, then the blob sets of the
+// blobs the task names.
+// ARGV: owner, next version, event count n, head, index member,
 // unfinished ("1" or "0"), task id, finished score (empty unless the task
 // is finished), expiry in milliseconds ("0": none), the blobs' digests
-// (space-separated), then the events.
+// (space-separated), whole ("1": rewrite the lists), history length,
+// history entries sent k, artifacts, artifacts the events add, parts in
+// all, parts entries sent p, then the n events, the k history entries and
+// the p parts entries.
 var appendScript = redis.NewScript(`
-local cur = redis.call('HMGET', KEYS[1], 'owner', 'version', 'member')
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'version', 'member', 'narts', 'nparts', 'record')
 local prev = 0
 if cur[1] then
 	if cur[1] ~= ARGV[1] then return 1 end
@@ -351,14 +358,42 @@ local n = tonumber(ARGV[3])
 local nextv = tonumber(ARGV[2])
 if nextv ~= prev + n then
 	-- A write retried after its reply was lost has already landed.
-	if n > 0 and nextv == prev and redis.call('HGET', KEYS[1], 'record') == ARGV[4] then return 0 end
+	if n > 0 and nextv == prev and redis.call('HGET', KEYS[1], 'head') == ARGV[4] then return 0 end
 	return 2
 end
-for i = 1, n do
-	redis.call('XADD', KEYS[2], string.format('0-%d', prev + i), 'e', ARGV[10 + i])
+local whole = ARGV[11] == '1'
+local hn, k = tonumber(ARGV[12]), tonumber(ARGV[13])
+local p = tonumber(ARGV[17])
+local hfrom = 1 -- the first history entry sent that the list lacks
+if not whole then
+	if cur[6] or not cur[1] then return 4 end
+	local h = redis.call('LLEN', KEYS[7])
+	if h < hn - k or h > hn then return 4 end
+	hfrom = h - (hn - k) + 1
+	-- The entries sent that the list holds must be the same: Apply only
+	-- appends to the history, but a snapshot may be any.
+	if hfrom > 1 then
+		local have = redis.call('LRANGE', KEYS[7], hn - k, h - 1)
+		for i = 1, hfrom - 1 do
+			if have[i] ~= ARGV[17 + n + i] then return 4 end
+		end
+	end
+	if (tonumber(cur[4]) or -1) + tonumber(ARGV[15]) ~= tonumber(ARGV[14]) then return 4 end
+	if (tonumber(cur[5]) or -1) + p ~= tonumber(ARGV[16]) then return 4 end
 end
+for i = 1, n do
+	redis.call('XADD', KEYS[2], string.format('0-%d', prev + i), 'e', ARGV[17 + i])
+end
+if whole then redis.call('DEL', KEYS[7], KEYS[8]) end
+-- RPUSH in batches: unpack's results must fit Lua's stack.
+local function push(key, from, to)
+	for i = from, to, 1000 do redis.call('RPUSH', key, unpack(ARGV, i, math.min(i + 999, to))) end
+end
+push(KEYS[7], 17 + n + hfrom, 17 + n + k)
+push(KEYS[8], 18 + n + k, 17 + n + k + p)
 if cur[3] then redis.call('ZREM', KEYS[3], cur[3]) end
-redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'version', ARGV[2], 'member', ARGV[5], 'record', ARGV[4])
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'version', ARGV[2], 'member', ARGV[5], 'head', ARGV[4], 'narts', ARGV[14], 'nparts', ARGV[16])
+if cur[6] then redis.call('HDEL', KEYS[1], 'record') end
 redis.call('ZADD', KEYS[3], 0, ARGV[5])
 if ARGV[6] == '1' then
 	redis.call('SADD', KEYS[4], ARGV[7])
@@ -368,67 +403,113 @@ end
 if ARGV[8] ~= '' then redis.call('ZADD', KEYS[5], ARGV[8], ARGV[7]) end
 if ARGV[10] ~= '' then
 	redis.call('HSET', KEYS[1], 'blobs', ARGV[10])
-	for i = 7, #KEYS do redis.call('SADD', KEYS[i], ARGV[7]) end
+	for i = 9, #KEYS do redis.call('SADD', KEYS[i], ARGV[7]) end
 end
 local ttl = tonumber(ARGV[9])
 if ttl and ttl > 0 then
-	redis.call('PEXPIRE', KEYS[1], ttl)
-	redis.call('PEXPIRE', KEYS[2], ttl)
-	redis.call('PEXPIRE', KEYS[6], ttl)
+	for i = 1, 8 do
+		if i ~= 3 and i ~= 4 and i ~= 5 then redis.call('PEXPIRE', KEYS[i], ttl) end
+	end
 end
 return 0
 `)
 
+// scriptRewrite is appendScript's answer that the task must be sent whole.
+const scriptRewrite = 4
+
 // Append implements [tasks.Store] in one script: the version check and every
-// write happen in Redis, with nothing read first by the client.
+// write happen in Redis, with nothing read first by the client. An append
+// sends the snapshot's head and what the events added to its history and
+// artifacts; only when that does not add up with what is stored (a task
+// event replaced everything, an artifact was replaced, an old-layout task)
+// does a second call send the task whole.
 func (s *Store) Append(ctx context.Context, next *tasks.Snapshot, events []a2a.Event) error {
 	if next == nil || next.Task == nil || next.Task.ID == "" {
 		return fmt.Errorf("append: snapshot without a task id")
 	}
 	id := next.Task.ID
-	rec, err := json.Marshal(record.Task{Owner: next.Owner, Version: next.Version, Updated: next.Updated, Task: next.Task})
+	head, err := encodeHead(next)
 	if err != nil {
 		return fmt.Errorf("append to task %s: encode snapshot: %w", id, err)
+	}
+	evs := make([]any, 0, len(events))
+	for _, ev := range events {
+		b, err := json.Marshal(a2a.StreamResponse{Event: ev})
+		if err != nil {
+			return fmt.Errorf("append to task %s: encode event: %w", id, err)
+		}
+		evs = append(evs, b)
 	}
 	unfinished := "0"
 	if tasks.IsUnfinished(next.Task.Status.State) {
 		unfinished = "1"
 	}
 	score, ttl := s.retained(next)
-	blobs := blobNames(s.blobs, next.Task, rec)
-	args := make([]any, 0, 10+len(events))
-	args = append(args, ownerID(next.Owner), strconv.FormatUint(next.Version, 10), len(events), rec,
-		indexMember(next.Updated, id, next.Task.Status.State, next.Task.ContextID), unfinished, string(id),
-		score, ttl, strings.Join(blobs, " "))
-	for _, ev := range events {
-		b, err := json.Marshal(a2a.StreamResponse{Event: ev})
-		if err != nil {
-			return fmt.Errorf("append to task %s: encode event: %w", id, err)
-		}
-		args = append(args, b)
+	var blobs []string
+	if s.blobs != nil && s.blobs.Digests != nil {
+		blobs = s.blobs.Digests(next.Task)
 	}
 	c, cancel, err := s.start(ctx)
 	if err != nil {
 		return fmt.Errorf("append to task %s: %w", id, err)
 	}
 	defer cancel()
-	keys := []string{s.taskKey(id), s.eventsKey(id), s.ownerIndexKey(next.Owner), s.unfinishedKey(), s.finishedKey(), s.pushKey(id)}
+	keys := []string{s.taskKey(id), s.eventsKey(id), s.ownerIndexKey(next.Owner), s.unfinishedKey(), s.finishedKey(), s.pushKey(id),
+		s.histKey(id), s.partsKey(id)}
 	for _, d := range blobs {
 		keys = append(keys, s.blobKey(d))
 	}
-	code, err := appendScript.Run(c, s.rdb, keys, args...).Int64()
-	if err != nil {
-		return fmt.Errorf("append to task %s: %w", id, s.fail(ctx, err))
+	member := indexMember(next.Updated, id, next.Task.Status.State, next.Task.ContextID)
+	whole := next.Version == uint64(len(events)) // a new task
+	for {
+		tl, err := appendTail(next, events, whole)
+		if err != nil {
+			return fmt.Errorf("append to task %s: %w", id, err)
+		}
+		wholeArg := "0"
+		if tl.full {
+			wholeArg = "1"
+		}
+		args := make([]any, 0, 17+len(evs)+len(tl.hist)+len(tl.parts))
+		args = append(args, ownerID(next.Owner), strconv.FormatUint(next.Version, 10), len(events), head,
+			member, unfinished, string(id), score, ttl, strings.Join(blobs, " "),
+			wholeArg, len(next.Task.History), len(tl.hist), len(next.Task.Artifacts), tl.newArts, tl.nparts, len(tl.parts))
+		args = append(args, evs...)
+		args = append(args, tl.hist...)
+		args = append(args, tl.parts...)
+		code, err := appendScript.Run(c, s.rdb, keys, args...).Int64()
+		if err != nil {
+			return fmt.Errorf("append to task %s: %w", id, s.fail(ctx, err))
+		}
+		if code == scriptRewrite && !tl.full {
+			whole = true
+			continue
+		}
+		if err := scriptErr(code); err != nil {
+			return fmt.Errorf("append to task %s: %w", id, err)
+		}
+		return nil
 	}
-	if err := scriptErr(code); err != nil {
-		return fmt.Errorf("append to task %s: %w", id, err)
-	}
-	return nil
 }
 
 // Get implements [tasks.Store].
 func (s *Store) Get(ctx context.Context, owner tasks.Owner, id a2a.TaskID) (*tasks.Snapshot, error) {
-	snap, err := s.load(ctx, id)
+	snap, err := s.load(ctx, id, -1)
+	if err == nil && snap.Owner != owner {
+		err = tasks.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get task %s: %w", id, err)
+	}
+	return snap, nil
+}
+
+var _ tasks.HistoryReader = (*Store)(nil)
+
+// GetRecent implements [tasks.HistoryReader]: it reads the tail of the
+// task's history list, so its cost does not grow with the history.
+func (s *Store) GetRecent(ctx context.Context, owner tasks.Owner, id a2a.TaskID, historyLength int) (*tasks.Snapshot, error) {
+	snap, err := s.load(ctx, id, max(historyLength, 0))
 	if err == nil && snap.Owner != owner {
 		err = tasks.ErrNotFound
 	}
@@ -440,25 +521,36 @@ func (s *Store) Get(ctx context.Context, owner tasks.Owner, id a2a.TaskID) (*tas
 
 // OwnerOf implements [tasks.Store].
 func (s *Store) OwnerOf(ctx context.Context, id a2a.TaskID) (tasks.Owner, error) {
-	snap, err := s.load(ctx, id)
+	c, cancel, err := s.start(ctx)
 	if err != nil {
 		return tasks.Owner{}, fmt.Errorf("owner of task %s: %w", id, err)
 	}
-	return snap.Owner, nil
+	defer cancel()
+	b, err := s.rdb.HGet(c, s.taskKey(id), "owner").Bytes()
+	if err != nil {
+		return tasks.Owner{}, fmt.Errorf("owner of task %s: %w", id, s.fail(ctx, err))
+	}
+	var o tasks.Owner
+	if err := json.Unmarshal(b, &o); err != nil {
+		return tasks.Owner{}, fmt.Errorf("owner of task %s: %w: %v", id, tasks.ErrCorrupt, err)
+	}
+	return o, nil
 }
 
-// load reads a task's snapshot whoever owns it.
-func (s *Store) load(ctx context.Context, id a2a.TaskID) (*tasks.Snapshot, error) {
+// load reads a task's snapshot whoever owns it, with the newest history
+// entries of it (all with history < 0). Its reads are one transaction: an
+// append cannot land between the head and the lists.
+func (s *Store) load(ctx context.Context, id a2a.TaskID, history int) (*tasks.Snapshot, error) {
 	c, cancel, err := s.start(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
-	b, err := s.rdb.HGet(c, s.taskKey(id), "record").Bytes()
+	r, err := s.readTasks(ctx, c, []a2a.TaskID{id}, history, true)
 	if err != nil {
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
-	return record.Decode(id, b)
+	return r[0].snapshot(id, history, true)
 }
 
 // Events implements [tasks.Store]. The owner check and the range read travel in
@@ -546,23 +638,23 @@ func (s *Store) List(ctx context.Context, q tasks.ListQuery) (*tasks.ListPage, e
 	if len(ids) == 0 {
 		return page, nil
 	}
-	pipe := s.rdb.Pipeline()
-	recs := make([]*redis.StringCmd, len(ids))
-	for i, id := range ids {
-		recs[i] = pipe.HGet(c, s.taskKey(id), "record")
+	history := -1
+	if q.HistoryLength != nil {
+		history = max(*q.HistoryLength, 0)
 	}
-	if _, err := pipe.Exec(c); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("list tasks: %w", s.fail(ctx, err))
+	reads, err := s.readTasks(ctx, c, ids, history, !q.SkipArtifacts)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	for i, id := range ids {
+		snap, err := reads[i].snapshot(id, history, !q.SkipArtifacts)
 		// A task in the index has a snapshot (both are written by one
 		// script) unless its keys expired before a purge came (retention.go).
-		if errors.Is(recs[i].Err(), redis.Nil) {
+		if errors.Is(err, tasks.ErrNotFound) {
 			page.TotalSize--
 			s.dropExpired(ctx, q.Owner, id, mems[i])
 			continue
 		}
-		snap, err := record.Decode(id, []byte(recs[i].Val()))
 		if err != nil {
 			return nil, fmt.Errorf("list tasks: %w", err)
 		}
@@ -587,20 +679,20 @@ func (s *Store) Unfinished(ctx context.Context) ([]*tasks.Snapshot, error) {
 		return nil, nil
 	}
 	sort.Strings(ids)
-	pipe := s.rdb.Pipeline()
-	recs := make([]*redis.StringCmd, len(ids))
+	tids := make([]a2a.TaskID, len(ids))
 	for i, id := range ids {
-		recs[i] = pipe.HGet(c, s.taskKey(a2a.TaskID(id)), "record")
+		tids[i] = a2a.TaskID(id)
 	}
-	if _, err := pipe.Exec(c); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("list unfinished tasks: %w", s.fail(ctx, err))
+	reads, err := s.readTasks(ctx, c, tids, -1, true)
+	if err != nil {
+		return nil, fmt.Errorf("list unfinished tasks: %w", err)
 	}
 	var out []*tasks.Snapshot
 	for i, id := range ids {
-		if recs[i].Err() != nil {
+		snap, err := reads[i].snapshot(a2a.TaskID(id), -1, true)
+		if errors.Is(err, tasks.ErrNotFound) {
 			continue
 		}
-		snap, err := record.Decode(a2a.TaskID(id), []byte(recs[i].Val()))
 		if err != nil {
 			return nil, fmt.Errorf("list unfinished tasks: %w", err)
 		}
