@@ -45,11 +45,11 @@ func encodeHead(next *tasks.Snapshot) ([]byte, error) {
 
 // tail is what an append adds to a task's lists.
 type tail struct {
-	full    bool     // rewrite both lists whole
-	hist    []any    // history entries, the newest histN of the task's
-	parts   []any    // parts entries
-	newArts int      // artifacts the events add
-	nparts  int      // the task's parts in all
+	full    bool  // rewrite both lists whole
+	hist    []any // history entries, the newest histN of the task's
+	parts   []any // parts entries
+	newArts int   // artifacts the events add
+	nparts  int   // the task's parts in all
 }
 
 // appendTail works out from the events what they added to the snapshot
