@@ -102,6 +102,10 @@ func Open(ctx context.Context, url string, namespace string, opts ...Option) (*S
 		s.rdb.Close()
 		return nil, fmt.Errorf("open redis task store at %s: %w", strings.Join(uo.Addrs, ","), s.fail(ctx, err))
 	}
+	if err := s.buildIndexes(ctx); err != nil {
+		s.rdb.Close()
+		return nil, fmt.Errorf("open redis task store: build list indexes: %w", s.fail(ctx, err))
+	}
 	return s, nil
 }
 
@@ -238,6 +242,93 @@ func (s *Store) ownerIndexKey(o tasks.Owner) string {
 	return s.prefix + "owner:" + base64.RawURLEncoding.EncodeToString(record.OwnerKey(o))
 }
 
+// The owner's tasks in one state, and in one context: sorted sets with the
+// owner index's members, so that List by state or by context reads one
+// page of them and counts them with ZLEXCOUNT.
+func (s *Store) stateIndexKey(o tasks.Owner, state a2a.TaskState) string {
+	return s.prefix + "state:" + base64.RawURLEncoding.EncodeToString(record.OwnerKey(o)) + ":" + string(state)
+}
+
+func (s *Store) contextIndexKey(o tasks.Owner, contextID string) string {
+	return s.prefix + "context:" + base64.RawURLEncoding.EncodeToString(record.OwnerKey(o)) + ":" +
+		base64.RawURLEncoding.EncodeToString([]byte(contextID))
+}
+
+func (s *Store) indexesKey() string { return s.prefix + "indexes" }
+
+// buildIndexes fills the state and context indexes from the owner indexes
+// in a namespace written before they existed, once: the key indexesKey says
+// it is done. A namespace without tasks (neither an unfinished nor a
+// finished set) needs no scan.
+func (s *Store) buildIndexes(ctx context.Context) error {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	n, err := s.rdb.Exists(c, s.indexesKey()).Result()
+	if err != nil || n == 1 {
+		return err
+	}
+	if n, err = s.rdb.Exists(c, s.unfinishedKey(), s.finishedKey()).Result(); err != nil {
+		return err
+	}
+	if n > 0 {
+		// A scan of every key takes as long as it takes: the caller bounds it.
+		if err := s.scan(ctx, s.prefix+"owner:*", func(keys []string) error { return s.indexOwners(ctx, keys) }); err != nil {
+			return err
+		}
+	}
+	return s.rdb.Set(c, s.indexesKey(), "1", 0).Err()
+}
+
+// indexOwners adds the members of owner indexes to the state and context
+// indexes.
+func (s *Store) indexOwners(ctx context.Context, keys []string) error {
+	for _, k := range keys {
+		ok, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(k, s.prefix+"owner:"))
+		if err != nil {
+			return fmt.Errorf("%w: owner index %q", tasks.ErrCorrupt, k)
+		}
+		owner, err := decodeOwnerKey(ok)
+		if err != nil {
+			return fmt.Errorf("%w: owner index %q", err, k)
+		}
+		members, err := s.rdb.ZRange(ctx, k, 0, -1).Result()
+		if err != nil {
+			return err
+		}
+		pipe := s.rdb.Pipeline()
+		for _, m := range members {
+			e, ok := parseIndexMember([]byte(m))
+			if !ok {
+				return fmt.Errorf("%w: index member %q", tasks.ErrCorrupt, m)
+			}
+			pipe.ZAdd(ctx, s.stateIndexKey(owner, a2a.TaskState(e.state)), redis.Z{Member: m})
+			pipe.ZAdd(ctx, s.contextIndexKey(owner, e.contextID), redis.Z{Member: m})
+		}
+		if len(members) > 0 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// decodeOwnerKey reverses record.OwnerKey.
+func decodeOwnerKey(b []byte) (tasks.Owner, error) {
+	var parts [2]string
+	for i := range parts {
+		n, w := binary.Uvarint(b)
+		if w <= 0 || uint64(len(b)-w) < n {
+			return tasks.Owner{}, tasks.ErrCorrupt
+		}
+		parts[i], b = string(b[w:w+int(n)]), b[w+int(n):]
+	}
+	if len(b) != 0 {
+		return tasks.Owner{}, tasks.ErrCorrupt
+	}
+	return tasks.Owner{Principal: parts[0], Tenant: parts[1]}, nil
+}
+
 // ownerID is how an owner is compared inside scripts: Go's JSON encoding of
 // a struct is deterministic and, unlike ownerKey, never holds a newline.
 func ownerID(o tasks.Owner) string {
@@ -335,15 +426,15 @@ func scriptErr(code int64) error {
 // counts (or the task is in the old layout): the caller sends it whole.
 //
 // KEYS: task hash, event stream, owner index, unfinished set, finished
-// index, push hash, history list, parts list, then the blob sets of the
-// blobs the task names.
+// index, push hash, history list, parts list, context index, state index
+// (of the new state), then the blob sets of the blobs the task names.
 // ARGV: owner, next version, event count n, head, index member,
 // unfinished ("1" or "0"), task id, finished score (empty unless the task
 // is finished), expiry in milliseconds ("0": none), the blobs' digests
 // (space-separated), whole ("1": rewrite the lists), history length,
 // history entries sent k, artifacts, artifacts the events add, parts in
-// all, parts entries sent p, then the n events, the k history entries and
-// the p parts entries.
+// all, parts entries sent p, the state indexes' common prefix, then the n
+// events, the k history entries and the p parts entries.
 var appendScript = redis.NewScript(`
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'version', 'member', 'narts', 'nparts', 'record')
 local prev = 0
@@ -375,24 +466,34 @@ if not whole then
 	if hfrom > 1 then
 		local have = redis.call('LRANGE', KEYS[7], hn - k, h - 1)
 		for i = 1, hfrom - 1 do
-			if have[i] ~= ARGV[17 + n + i] then return 4 end
+			if have[i] ~= ARGV[18 + n + i] then return 4 end
 		end
 	end
 	if (tonumber(cur[4]) or -1) + tonumber(ARGV[15]) ~= tonumber(ARGV[14]) then return 4 end
 	if (tonumber(cur[5]) or -1) + p ~= tonumber(ARGV[16]) then return 4 end
 end
 for i = 1, n do
-	redis.call('XADD', KEYS[2], string.format('0-%d', prev + i), 'e', ARGV[17 + i])
+	redis.call('XADD', KEYS[2], string.format('0-%d', prev + i), 'e', ARGV[18 + i])
 end
 if whole then redis.call('DEL', KEYS[7], KEYS[8]) end
 -- RPUSH in batches: unpack's results must fit Lua's stack.
 local function push(key, from, to)
 	for i = from, to, 1000 do redis.call('RPUSH', key, unpack(ARGV, i, math.min(i + 999, to))) end
 end
-push(KEYS[7], 17 + n + hfrom, 17 + n + k)
-push(KEYS[8], 18 + n + k, 17 + n + k + p)
-if cur[3] then redis.call('ZREM', KEYS[3], cur[3]) end
+push(KEYS[7], 18 + n + hfrom, 18 + n + k)
+push(KEYS[8], 19 + n + k, 18 + n + k + p)
+if cur[3] then
+	redis.call('ZREM', KEYS[3], cur[3])
+	redis.call('ZREM', KEYS[9], cur[3])
+	-- The state index the task was in, named after the state in its old
+	-- member (after the id's end, 00 01, up to 00), in the same slot.
+	local _, e = string.find(cur[3], '\0\1', 9, true)
+	local st = e and string.match(cur[3], '^[^%z]*', e + 1)
+	if st then redis.call('ZREM', ARGV[18] .. st, cur[3]) end
+end
 redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'version', ARGV[2], 'member', ARGV[5], 'head', ARGV[4], 'narts', ARGV[14], 'nparts', ARGV[16])
+redis.call('ZADD', KEYS[9], 0, ARGV[5])
+redis.call('ZADD', KEYS[10], 0, ARGV[5])
 if cur[6] then redis.call('HDEL', KEYS[1], 'record') end
 redis.call('ZADD', KEYS[3], 0, ARGV[5])
 if ARGV[6] == '1' then
@@ -403,7 +504,7 @@ end
 if ARGV[8] ~= '' then redis.call('ZADD', KEYS[5], ARGV[8], ARGV[7]) end
 if ARGV[10] ~= '' then
 	redis.call('HSET', KEYS[1], 'blobs', ARGV[10])
-	for i = 9, #KEYS do redis.call('SADD', KEYS[i], ARGV[7]) end
+	for i = 11, #KEYS do redis.call('SADD', KEYS[i], ARGV[7]) end
 end
 local ttl = tonumber(ARGV[9])
 if ttl and ttl > 0 then
@@ -455,7 +556,7 @@ func (s *Store) Append(ctx context.Context, next *tasks.Snapshot, events []a2a.E
 	}
 	defer cancel()
 	keys := []string{s.taskKey(id), s.eventsKey(id), s.ownerIndexKey(next.Owner), s.unfinishedKey(), s.finishedKey(), s.pushKey(id),
-		s.histKey(id), s.partsKey(id)}
+		s.histKey(id), s.partsKey(id), s.contextIndexKey(next.Owner, next.Task.ContextID), s.stateIndexKey(next.Owner, next.Task.Status.State)}
 	for _, d := range blobs {
 		keys = append(keys, s.blobKey(d))
 	}
@@ -470,10 +571,11 @@ func (s *Store) Append(ctx context.Context, next *tasks.Snapshot, events []a2a.E
 		if tl.full {
 			wholeArg = "1"
 		}
-		args := make([]any, 0, 17+len(evs)+len(tl.hist)+len(tl.parts))
+		args := make([]any, 0, 18+len(evs)+len(tl.hist)+len(tl.parts))
 		args = append(args, ownerID(next.Owner), strconv.FormatUint(next.Version, 10), len(events), head,
 			member, unfinished, string(id), score, ttl, strings.Join(blobs, " "),
-			wholeArg, len(next.Task.History), len(tl.hist), len(next.Task.Artifacts), tl.newArts, tl.nparts, len(tl.parts))
+			wholeArg, len(next.Task.History), len(tl.hist), len(next.Task.Artifacts), tl.newArts, tl.nparts, len(tl.parts),
+			s.stateIndexKey(next.Owner, ""))
 		args = append(args, evs...)
 		args = append(args, tl.hist...)
 		args = append(args, tl.parts...)
@@ -607,33 +709,16 @@ func (s *Store) List(ctx context.Context, q tasks.ListQuery) (*tasks.ListPage, e
 	if q.UpdatedAfter != nil { // members below this one were updated after it
 		upTo = "(" + string(binary.BigEndian.AppendUint64(nil, math.MaxUint64-uint64(q.UpdatedAfter.UnixNano())))
 	}
-	members, err := s.rdb.ZRangeByLex(c, s.ownerIndexKey(q.Owner), &redis.ZRangeBy{Min: "-", Max: upTo}).Result()
-	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", s.fail(ctx, err))
-	}
 	page := &tasks.ListPage{}
 	var ids []a2a.TaskID
 	var mems []string
-	var last []byte
-	for _, m := range members {
-		e, ok := parseIndexMember([]byte(m))
-		if !ok {
-			return nil, fmt.Errorf("list tasks: %w: index member %q", tasks.ErrCorrupt, m)
-		}
-		if (q.State != "" && e.state != string(q.State)) || (q.ContextID != "" && e.contextID != q.ContextID) {
-			continue
-		}
-		page.TotalSize++
-		if start != nil && bytes.Compare(e.cursor, start) <= 0 {
-			continue
-		}
-		if len(ids) == pageSize {
-			page.NextPageToken = base64.RawURLEncoding.EncodeToString(last)
-			continue // keep counting TotalSize
-		}
-		ids = append(ids, e.id)
-		mems = append(mems, m)
-		last = e.cursor
+	if q.State != "" && q.ContextID != "" {
+		ids, mems, err = s.listFiltered(ctx, c, q, start, upTo, pageSize, page)
+	} else {
+		ids, mems, err = s.listIndexed(ctx, c, q, start, upTo, pageSize, page)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	if len(ids) == 0 {
 		return page, nil
@@ -661,6 +746,77 @@ func (s *Store) List(ctx context.Context, q tasks.ListQuery) (*tasks.ListPage, e
 		page.Tasks = append(page.Tasks, snap)
 	}
 	return page, nil
+}
+
+// listIndexed reads one page of the index that holds exactly the tasks q
+// selects (the owner's, or those of one state, or of one context) and
+// counts them, in one round trip.
+func (s *Store) listIndexed(ctx, c context.Context, q tasks.ListQuery, start []byte, upTo string, pageSize int, page *tasks.ListPage) ([]a2a.TaskID, []string, error) {
+	key := s.ownerIndexKey(q.Owner)
+	switch {
+	case q.ContextID != "":
+		key = s.contextIndexKey(q.Owner, q.ContextID)
+	case q.State != "":
+		key = s.stateIndexKey(q.Owner, q.State)
+	}
+	from := "-"
+	if start != nil {
+		// Past every member of the token's task: 0xFF sorts after its state.
+		from = "(" + string(start) + "\xff"
+	}
+	pipe := s.rdb.Pipeline()
+	count := pipe.ZLexCount(c, key, "-", upTo)
+	rng := pipe.ZRangeByLex(c, key, &redis.ZRangeBy{Min: from, Max: upTo, Count: int64(pageSize) + 1})
+	if _, err := pipe.Exec(c); err != nil {
+		return nil, nil, s.fail(ctx, err)
+	}
+	page.TotalSize = int(count.Val())
+	var ids []a2a.TaskID
+	var mems []string
+	for i, m := range rng.Val() {
+		e, ok := parseIndexMember([]byte(m))
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: index member %q", tasks.ErrCorrupt, m)
+		}
+		if i == pageSize {
+			last, _ := parseIndexMember([]byte(mems[len(mems)-1]))
+			page.NextPageToken = base64.RawURLEncoding.EncodeToString(last.cursor)
+			break
+		}
+		ids, mems = append(ids, e.id), append(mems, m)
+	}
+	return ids, mems, nil
+}
+
+// listFiltered reads a context's index whole and keeps the tasks in q's
+// state: no index holds exactly those.
+func (s *Store) listFiltered(ctx, c context.Context, q tasks.ListQuery, start []byte, upTo string, pageSize int, page *tasks.ListPage) ([]a2a.TaskID, []string, error) {
+	members, err := s.rdb.ZRangeByLex(c, s.contextIndexKey(q.Owner, q.ContextID), &redis.ZRangeBy{Min: "-", Max: upTo}).Result()
+	if err != nil {
+		return nil, nil, s.fail(ctx, err)
+	}
+	var ids []a2a.TaskID
+	var mems []string
+	var last []byte
+	for _, m := range members {
+		e, ok := parseIndexMember([]byte(m))
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: index member %q", tasks.ErrCorrupt, m)
+		}
+		if e.state != string(q.State) {
+			continue
+		}
+		page.TotalSize++
+		if start != nil && bytes.Compare(e.cursor, start) <= 0 {
+			continue
+		}
+		if len(ids) == pageSize {
+			page.NextPageToken = base64.RawURLEncoding.EncodeToString(last)
+			continue // keep counting TotalSize
+		}
+		ids, mems, last = append(ids, e.id), append(mems, m), e.cursor
+	}
+	return ids, mems, nil
 }
 
 // Unfinished implements [tasks.Store]. Tasks come ordered by id, as from the
