@@ -475,7 +475,7 @@ end
 for i = 1, n do
 	redis.call('XADD', KEYS[2], string.format('0-%d', prev + i), 'e', ARGV[18 + i])
 end
-if whole then redis.call('DEL', KEYS[7], KEYS[8]) end
+if whole and cur[1] then redis.call('DEL', KEYS[7], KEYS[8]) end -- a new task has no lists yet
 -- RPUSH in batches: unpack's results must fit Lua's stack.
 local function push(key, from, to)
 	for i = from, to, 1000 do redis.call('RPUSH', key, unpack(ARGV, i, math.min(i + 999, to))) end
