@@ -35,10 +35,14 @@ var ErrUnavailable = errors.New("store unavailable")
 // Every key starts with "handoff:{namespace}:", so several agents can share
 // one Redis; the braces make the namespace a Cluster hash tag, which keeps an
 // agent's keys in one slot so the scripts below may touch several of them.
-// Per task it keeps a hash "task:<id>" (owner, version, index member and the
-// JSON snapshot), a Stream "events:<id>" whose entry IDs are 0-<seq>, and a
+// Per task it keeps a hash "task:<id>" (owner, version, index member, the
+// snapshot's head and the counts an append checks), lists "hist:<id>" and
+// "parts:<id>" of its history entries and artifact parts, each written once
+// (layout.go), a Stream "events:<id>" whose entry IDs are 0-<seq>, and a
 // hash "push:<id>" of push configs with their delivery state (field = config
-// id). Per owner a sorted set "owner:<owner>" indexes the tasks newest first;
+// id). Per owner a sorted set "owner:<owner>" indexes the tasks newest first,
+// and sorted sets "state:<owner>:<state>" and "context:<owner>:<context>"
+// the same members by state and by context, which List pages and counts;
 // the set "unfinished" holds submitted and working tasks, and "pushtasks" the
 // tasks that have push configs; the sorted set "finished" (score: the update
 // time in milliseconds) the finished tasks, and a set "blob:<digest>" per
