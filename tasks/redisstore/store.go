@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	neturl "net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -843,9 +844,14 @@ func (s *Store) Unfinished(ctx context.Context) ([]*tasks.Snapshot, error) {
 	for i, id := range ids {
 		tids[i] = a2a.TaskID(id)
 	}
-	reads, err := s.readTasks(ctx, c, tids, -1, true)
-	if err != nil {
-		return nil, fmt.Errorf("list unfinished tasks: %w", err)
+	// In batches: one script blocks the server while it runs.
+	var reads []taskRead
+	for b := range slices.Chunk(tids, 256) {
+		r, err := s.readTasks(ctx, c, b, -1, true)
+		if err != nil {
+			return nil, fmt.Errorf("list unfinished tasks: %w", err)
+		}
+		reads = append(reads, r...)
 	}
 	var out []*tasks.Snapshot
 	for i, id := range ids {
