@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,9 +46,6 @@ func (m *meter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 
 func (m *meter) count(cmd redis.Cmder) {
 	m.cmds.Add(1)
-	if os.Getenv("TRIPS_DEBUG") != "" {
-		fmt.Println("CMD", cmd.Name(), fmt.Sprint(cmd.Args()...)[:min(60, len(fmt.Sprint(cmd.Args()...)))])
-	}
 	for _, a := range cmd.Args() {
 		switch v := a.(type) {
 		case string:
