@@ -40,11 +40,6 @@ func (s *Store) retained(next *tasks.Snapshot) (score, ttl string) {
 	return score, strconv.FormatInt((w + ExpiryGrace).Milliseconds(), 10) // from now: Updated is about now
 }
 
-// blobNames returns the blobs task t, stored as rec, names under x.
-func blobNames(x *tasks.BlobIndex, t *a2a.Task, rec []byte) []string {
-	return x.Names(rec, func() (*a2a.Task, error) { return t, nil })
-}
-
 // dropExpired removes, as well as it can, the list entries of a task whose
 // keys expired before a purge deleted it: List found it gone. The blobs it
 // named are never reported then (their names were in its hash).
@@ -53,6 +48,10 @@ func (s *Store) dropExpired(ctx context.Context, owner tasks.Owner, id a2a.TaskI
 	defer cancel()
 	pipe := s.rdb.TxPipeline()
 	pipe.ZRem(c, s.ownerIndexKey(owner), member)
+	if e, ok := parseIndexMember([]byte(member)); ok {
+		pipe.ZRem(c, s.stateIndexKey(owner, a2a.TaskState(e.state)), member)
+		pipe.ZRem(c, s.contextIndexKey(owner, e.contextID), member)
+	}
 	// The finished index is the purge's to clean; a failure here, the next
 	// List's or purge's to try again.
 	pipe.SRem(c, s.unfinishedKey(), string(id))
@@ -103,8 +102,9 @@ func (s *Store) Expired(ctx context.Context, r tasks.Retention, now time.Time, l
 // taskHead is what a purge reads of a task before deleting it.
 type taskHead struct {
 	tasks.Expiring
-	member string
-	blobs  []string
+	contextID string
+	member    string
+	blobs     []string
 }
 
 // heads reads the owner, index member and blobs of each task; nil for a
@@ -134,7 +134,7 @@ func (s *Store) heads(ctx, c context.Context, ids []string) ([]*taskHead, error)
 		if json.Unmarshal([]byte(owner), &h.Owner) != nil || !ok {
 			return nil, fmt.Errorf("%w: task %s", tasks.ErrCorrupt, ids[i])
 		}
-		h.ID, h.State, h.Updated = a2a.TaskID(ids[i]), a2a.TaskState(e.state), time.Unix(0, e.updated)
+		h.ID, h.State, h.Updated, h.contextID = a2a.TaskID(ids[i]), a2a.TaskState(e.state), time.Unix(0, e.updated), e.contextID
 		if b, ok := v[2].(string); ok && b != "" {
 			h.blobs = strings.Fields(b)
 		}
@@ -148,8 +148,9 @@ func (s *Store) heads(ctx, c context.Context, ids []string) ([]*taskHead, error)
 // index entries and blob references, and records the purge.
 //
 // KEYS: finished index, unfinished set, push task set, purge record, then
-// per task its hash, event stream, push hash, owner index, push retry hash
-// and the sets of its blobs. ARGV: now (ms), the number of tasks, then per task its id,
+// per task its hash, event stream, push hash, owner index, push retry hash,
+// history list, parts list, state index, context index and the sets of its
+// blobs. ARGV: now (ms), the number of tasks, then per task its id,
 // member (empty for a task whose hash expired), the number of its blobs and
 // their digests. It answers the ids deleted and the digests no task names
 // any more.
@@ -160,18 +161,22 @@ for t = 1, tonumber(ARGV[2]) do
 	local id, member, nb = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
 	local cur = redis.call('HGET', KEYS[k], 'member')
 	if (cur == false and member == '' and redis.call('ZSCORE', KEYS[1], id)) or cur == member then
-		redis.call('DEL', KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 4])
-		if member ~= '' then redis.call('ZREM', KEYS[k + 3], member) end
+		redis.call('DEL', KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6])
+		if member ~= '' then
+			redis.call('ZREM', KEYS[k + 3], member)
+			redis.call('ZREM', KEYS[k + 7], member)
+			redis.call('ZREM', KEYS[k + 8], member)
+		end
 		redis.call('ZREM', KEYS[1], id)
 		redis.call('SREM', KEYS[2], id)
 		redis.call('SREM', KEYS[3], id)
 		for j = 1, nb do
-			redis.call('SREM', KEYS[k + 4 + j], id)
-			if redis.call('SCARD', KEYS[k + 4 + j]) == 0 then table.insert(freed, ARGV[a + 2 + j]) end
+			redis.call('SREM', KEYS[k + 8 + j], id)
+			if redis.call('SCARD', KEYS[k + 8 + j]) == 0 then table.insert(freed, ARGV[a + 2 + j]) end
 		end
 		table.insert(purged, id)
 	end
-	k = k + 5 + nb
+	k = k + 9 + nb
 	a = a + 3 + nb
 end
 if #purged > 0 then
@@ -209,11 +214,13 @@ func (s *Store) Purge(ctx context.Context, r tasks.Retention, now time.Time, ids
 		id := a2a.TaskID(strs[i])
 		switch {
 		case h == nil: // expired by Redis: only index entries are left
-			keys = append(keys, s.taskKey(id), s.eventsKey(id), s.pushKey(id), s.finishedKey(), s.pushRetryKey(id))
+			keys = append(keys, s.taskKey(id), s.eventsKey(id), s.pushKey(id), s.finishedKey(), s.pushRetryKey(id), s.histKey(id), s.partsKey(id),
+				s.finishedKey(), s.finishedKey())
 			args = append(args, strs[i], "", 0)
 			byID[strs[i]] = tasks.Expiring{ID: id}
 		case r.Expired(h.Owner.Tenant, h.State, h.Updated, now):
-			keys = append(keys, s.taskKey(id), s.eventsKey(id), s.pushKey(id), s.ownerIndexKey(h.Owner), s.pushRetryKey(id))
+			keys = append(keys, s.taskKey(id), s.eventsKey(id), s.pushKey(id), s.ownerIndexKey(h.Owner), s.pushRetryKey(id), s.histKey(id), s.partsKey(id),
+				s.stateIndexKey(h.Owner, h.State), s.contextIndexKey(h.Owner, h.contextID))
 			args = append(args, strs[i], h.member, len(h.blobs))
 			for _, d := range h.blobs {
 				keys = append(keys, s.blobKey(d))

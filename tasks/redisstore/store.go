@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	neturl "net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,10 +36,14 @@ var ErrUnavailable = errors.New("store unavailable")
 // Every key starts with "handoff:{namespace}:", so several agents can share
 // one Redis; the braces make the namespace a Cluster hash tag, which keeps an
 // agent's keys in one slot so the scripts below may touch several of them.
-// Per task it keeps a hash "task:<id>" (owner, version, index member and the
-// JSON snapshot), a Stream "events:<id>" whose entry IDs are 0-<seq>, and a
+// Per task it keeps a hash "task:<id>" (owner, version, index member, the
+// snapshot's head and the counts an append checks), lists "hist:<id>" and
+// "parts:<id>" of its history entries and artifact parts, each written once
+// (layout.go), a Stream "events:<id>" whose entry IDs are 0-<seq>, and a
 // hash "push:<id>" of push configs with their delivery state (field = config
-// id). Per owner a sorted set "owner:<owner>" indexes the tasks newest first;
+// id). Per owner a sorted set "owner:<owner>" indexes the tasks newest first,
+// and sorted sets "state:<owner>:<state>" and "context:<owner>:<context>"
+// the same members by state and by context, which List pages and counts;
 // the set "unfinished" holds submitted and working tasks, and "pushtasks" the
 // tasks that have push configs; the sorted set "finished" (score: the update
 // time in milliseconds) the finished tasks, and a set "blob:<digest>" per
@@ -101,6 +106,10 @@ func Open(ctx context.Context, url string, namespace string, opts ...Option) (*S
 	if err := s.rdb.Ping(cctx).Err(); err != nil {
 		s.rdb.Close()
 		return nil, fmt.Errorf("open redis task store at %s: %w", strings.Join(uo.Addrs, ","), s.fail(ctx, err))
+	}
+	if err := s.buildIndexes(ctx); err != nil {
+		s.rdb.Close()
+		return nil, fmt.Errorf("open redis task store: build list indexes: %w", s.fail(ctx, err))
 	}
 	return s, nil
 }
@@ -238,6 +247,93 @@ func (s *Store) ownerIndexKey(o tasks.Owner) string {
 	return s.prefix + "owner:" + base64.RawURLEncoding.EncodeToString(record.OwnerKey(o))
 }
 
+// The owner's tasks in one state, and in one context: sorted sets with the
+// owner index's members, so that List by state or by context reads one
+// page of them and counts them with ZLEXCOUNT.
+func (s *Store) stateIndexKey(o tasks.Owner, state a2a.TaskState) string {
+	return s.prefix + "state:" + base64.RawURLEncoding.EncodeToString(record.OwnerKey(o)) + ":" + string(state)
+}
+
+func (s *Store) contextIndexKey(o tasks.Owner, contextID string) string {
+	return s.prefix + "context:" + base64.RawURLEncoding.EncodeToString(record.OwnerKey(o)) + ":" +
+		base64.RawURLEncoding.EncodeToString([]byte(contextID))
+}
+
+func (s *Store) indexesKey() string { return s.prefix + "indexes" }
+
+// buildIndexes fills the state and context indexes from the owner indexes
+// in a namespace written before they existed, once: the key indexesKey says
+// it is done. A namespace without tasks (neither an unfinished nor a
+// finished set) needs no scan.
+func (s *Store) buildIndexes(ctx context.Context) error {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	n, err := s.rdb.Exists(c, s.indexesKey()).Result()
+	if err != nil || n == 1 {
+		return err
+	}
+	if n, err = s.rdb.Exists(c, s.unfinishedKey(), s.finishedKey()).Result(); err != nil {
+		return err
+	}
+	if n > 0 {
+		// A scan of every key takes as long as it takes: the caller bounds it.
+		if err := s.scan(ctx, s.prefix+"owner:*", func(keys []string) error { return s.indexOwners(ctx, keys) }); err != nil {
+			return err
+		}
+	}
+	return s.rdb.Set(c, s.indexesKey(), "1", 0).Err()
+}
+
+// indexOwners adds the members of owner indexes to the state and context
+// indexes.
+func (s *Store) indexOwners(ctx context.Context, keys []string) error {
+	for _, k := range keys {
+		ok, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(k, s.prefix+"owner:"))
+		if err != nil {
+			return fmt.Errorf("%w: owner index %q", tasks.ErrCorrupt, k)
+		}
+		owner, err := decodeOwnerKey(ok)
+		if err != nil {
+			return fmt.Errorf("%w: owner index %q", err, k)
+		}
+		members, err := s.rdb.ZRange(ctx, k, 0, -1).Result()
+		if err != nil {
+			return err
+		}
+		pipe := s.rdb.Pipeline()
+		for _, m := range members {
+			e, ok := parseIndexMember([]byte(m))
+			if !ok {
+				return fmt.Errorf("%w: index member %q", tasks.ErrCorrupt, m)
+			}
+			pipe.ZAdd(ctx, s.stateIndexKey(owner, a2a.TaskState(e.state)), redis.Z{Member: m})
+			pipe.ZAdd(ctx, s.contextIndexKey(owner, e.contextID), redis.Z{Member: m})
+		}
+		if len(members) > 0 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// decodeOwnerKey reverses record.OwnerKey.
+func decodeOwnerKey(b []byte) (tasks.Owner, error) {
+	var parts [2]string
+	for i := range parts {
+		n, w := binary.Uvarint(b)
+		if w <= 0 || uint64(len(b)-w) < n {
+			return tasks.Owner{}, tasks.ErrCorrupt
+		}
+		parts[i], b = string(b[w:w+int(n)]), b[w+int(n):]
+	}
+	if len(b) != 0 {
+		return tasks.Owner{}, tasks.ErrCorrupt
+	}
+	return tasks.Owner{Principal: parts[0], Tenant: parts[1]}, nil
+}
+
 // ownerID is how an owner is compared inside scripts: Go's JSON encoding of
 // a struct is deterministic and, unlike ownerKey, never holds a newline.
 func ownerID(o tasks.Owner) string {
@@ -326,19 +422,26 @@ func scriptErr(code int64) error {
 }
 
 // appendScript checks the stored version and owner, then writes the events,
-// the snapshot, the owner index, the unfinished set, and what retention
+// the snapshot's head and what it adds to the history and parts lists (see
+// layout.go), the owner index, the unfinished set, and what retention
 // needs: the finished index, the blobs the task names, the keys' expiry.
 // Every check comes before the first write: a Lua script that stops
-// half-way is not rolled back.
+// half-way is not rolled back. It answers scriptRewrite, having written
+// nothing, when an append of the tail alone does not add up with the stored
+// counts (or the task is in the old layout): the caller sends it whole.
 //
 // KEYS: task hash, event stream, owner index, unfinished set, finished
-// index, push hash, then the blob sets of the blobs the task names.
-// ARGV: owner, next version, event count, snapshot, index member,
+// index, push hash, history list, parts list, context index, state index
+// (of the new state), then the blob sets of the blobs the task names.
+// ARGV: owner, next version, event count n, head, index member,
 // unfinished ("1" or "0"), task id, finished score (empty unless the task
 // is finished), expiry in milliseconds ("0": none), the blobs' digests
-// (space-separated), then the events.
+// (space-separated), whole ("1": rewrite the lists), history length,
+// history entries sent k, artifacts, artifacts the events add, parts in
+// all, parts entries sent p, the state indexes' common prefix, then the n
+// events, the k history entries and the p parts entries.
 var appendScript = redis.NewScript(`
-local cur = redis.call('HMGET', KEYS[1], 'owner', 'version', 'member')
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'version', 'member', 'narts', 'nparts', 'record')
 local prev = 0
 if cur[1] then
 	if cur[1] ~= ARGV[1] then return 1 end
@@ -351,14 +454,52 @@ local n = tonumber(ARGV[3])
 local nextv = tonumber(ARGV[2])
 if nextv ~= prev + n then
 	-- A write retried after its reply was lost has already landed.
-	if n > 0 and nextv == prev and redis.call('HGET', KEYS[1], 'record') == ARGV[4] then return 0 end
+	if n > 0 and nextv == prev and redis.call('HGET', KEYS[1], 'head') == ARGV[4] then return 0 end
 	return 2
 end
-for i = 1, n do
-	redis.call('XADD', KEYS[2], string.format('0-%d', prev + i), 'e', ARGV[10 + i])
+local whole = ARGV[11] == '1'
+local hn, k = tonumber(ARGV[12]), tonumber(ARGV[13])
+local p = tonumber(ARGV[17])
+local hfrom = 1 -- the first history entry sent that the list lacks
+if not whole then
+	if cur[6] or not cur[1] then return 4 end
+	local h = redis.call('LLEN', KEYS[7])
+	if h < hn - k or h > hn then return 4 end
+	hfrom = h - (hn - k) + 1
+	-- The entries sent that the list holds must be the same: Apply only
+	-- appends to the history, but a snapshot may be any.
+	if hfrom > 1 then
+		local have = redis.call('LRANGE', KEYS[7], hn - k, h - 1)
+		for i = 1, hfrom - 1 do
+			if have[i] ~= ARGV[18 + n + i] then return 4 end
+		end
+	end
+	if (tonumber(cur[4]) or -1) + tonumber(ARGV[15]) ~= tonumber(ARGV[14]) then return 4 end
+	if (tonumber(cur[5]) or -1) + p ~= tonumber(ARGV[16]) then return 4 end
 end
-if cur[3] then redis.call('ZREM', KEYS[3], cur[3]) end
-redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'version', ARGV[2], 'member', ARGV[5], 'record', ARGV[4])
+for i = 1, n do
+	redis.call('XADD', KEYS[2], string.format('0-%d', prev + i), 'e', ARGV[18 + i])
+end
+if whole and cur[1] then redis.call('DEL', KEYS[7], KEYS[8]) end -- a new task has no lists yet
+-- RPUSH in batches: unpack's results must fit Lua's stack.
+local function push(key, from, to)
+	for i = from, to, 1000 do redis.call('RPUSH', key, unpack(ARGV, i, math.min(i + 999, to))) end
+end
+push(KEYS[7], 18 + n + hfrom, 18 + n + k)
+push(KEYS[8], 19 + n + k, 18 + n + k + p)
+if cur[3] then
+	redis.call('ZREM', KEYS[3], cur[3])
+	redis.call('ZREM', KEYS[9], cur[3])
+	-- The state index the task was in, named after the state in its old
+	-- member (after the id's end, 00 01, up to 00), in the same slot.
+	local _, e = string.find(cur[3], '\0\1', 9, true)
+	local st = e and string.match(cur[3], '^[^%z]*', e + 1)
+	if st then redis.call('ZREM', ARGV[18] .. st, cur[3]) end
+end
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'version', ARGV[2], 'member', ARGV[5], 'head', ARGV[4], 'narts', ARGV[14], 'nparts', ARGV[16])
+redis.call('ZADD', KEYS[9], 0, ARGV[5])
+redis.call('ZADD', KEYS[10], 0, ARGV[5])
+if cur[6] then redis.call('HDEL', KEYS[1], 'record') end
 redis.call('ZADD', KEYS[3], 0, ARGV[5])
 if ARGV[6] == '1' then
 	redis.call('SADD', KEYS[4], ARGV[7])
@@ -368,67 +509,114 @@ end
 if ARGV[8] ~= '' then redis.call('ZADD', KEYS[5], ARGV[8], ARGV[7]) end
 if ARGV[10] ~= '' then
 	redis.call('HSET', KEYS[1], 'blobs', ARGV[10])
-	for i = 7, #KEYS do redis.call('SADD', KEYS[i], ARGV[7]) end
+	for i = 11, #KEYS do redis.call('SADD', KEYS[i], ARGV[7]) end
 end
 local ttl = tonumber(ARGV[9])
 if ttl and ttl > 0 then
-	redis.call('PEXPIRE', KEYS[1], ttl)
-	redis.call('PEXPIRE', KEYS[2], ttl)
-	redis.call('PEXPIRE', KEYS[6], ttl)
+	for i = 1, 8 do
+		if i ~= 3 and i ~= 4 and i ~= 5 then redis.call('PEXPIRE', KEYS[i], ttl) end
+	end
 end
 return 0
 `)
 
+// scriptRewrite is appendScript's answer that the task must be sent whole.
+const scriptRewrite = 4
+
 // Append implements [tasks.Store] in one script: the version check and every
-// write happen in Redis, with nothing read first by the client.
+// write happen in Redis, with nothing read first by the client. An append
+// sends the snapshot's head and what the events added to its history and
+// artifacts; only when that does not add up with what is stored (a task
+// event replaced everything, an artifact was replaced, an old-layout task)
+// does a second call send the task whole.
 func (s *Store) Append(ctx context.Context, next *tasks.Snapshot, events []a2a.Event) error {
 	if next == nil || next.Task == nil || next.Task.ID == "" {
 		return fmt.Errorf("append: snapshot without a task id")
 	}
 	id := next.Task.ID
-	rec, err := json.Marshal(record.Task{Owner: next.Owner, Version: next.Version, Updated: next.Updated, Task: next.Task})
+	head, err := encodeHead(next)
 	if err != nil {
 		return fmt.Errorf("append to task %s: encode snapshot: %w", id, err)
+	}
+	evs := make([]any, 0, len(events))
+	for _, ev := range events {
+		b, err := json.Marshal(a2a.StreamResponse{Event: ev})
+		if err != nil {
+			return fmt.Errorf("append to task %s: encode event: %w", id, err)
+		}
+		evs = append(evs, b)
 	}
 	unfinished := "0"
 	if tasks.IsUnfinished(next.Task.Status.State) {
 		unfinished = "1"
 	}
 	score, ttl := s.retained(next)
-	blobs := blobNames(s.blobs, next.Task, rec)
-	args := make([]any, 0, 10+len(events))
-	args = append(args, ownerID(next.Owner), strconv.FormatUint(next.Version, 10), len(events), rec,
-		indexMember(next.Updated, id, next.Task.Status.State, next.Task.ContextID), unfinished, string(id),
-		score, ttl, strings.Join(blobs, " "))
-	for _, ev := range events {
-		b, err := json.Marshal(a2a.StreamResponse{Event: ev})
-		if err != nil {
-			return fmt.Errorf("append to task %s: encode event: %w", id, err)
-		}
-		args = append(args, b)
+	var blobs []string
+	if s.blobs != nil && s.blobs.Digests != nil {
+		blobs = s.blobs.Digests(next.Task)
 	}
 	c, cancel, err := s.start(ctx)
 	if err != nil {
 		return fmt.Errorf("append to task %s: %w", id, err)
 	}
 	defer cancel()
-	keys := []string{s.taskKey(id), s.eventsKey(id), s.ownerIndexKey(next.Owner), s.unfinishedKey(), s.finishedKey(), s.pushKey(id)}
+	keys := []string{s.taskKey(id), s.eventsKey(id), s.ownerIndexKey(next.Owner), s.unfinishedKey(), s.finishedKey(), s.pushKey(id),
+		s.histKey(id), s.partsKey(id), s.contextIndexKey(next.Owner, next.Task.ContextID), s.stateIndexKey(next.Owner, next.Task.Status.State)}
 	for _, d := range blobs {
 		keys = append(keys, s.blobKey(d))
 	}
-	code, err := appendScript.Run(c, s.rdb, keys, args...).Int64()
-	if err != nil {
-		return fmt.Errorf("append to task %s: %w", id, s.fail(ctx, err))
+	member := indexMember(next.Updated, id, next.Task.Status.State, next.Task.ContextID)
+	whole := next.Version == uint64(len(events)) // a new task
+	for {
+		tl, err := appendTail(next, events, whole)
+		if err != nil {
+			return fmt.Errorf("append to task %s: %w", id, err)
+		}
+		wholeArg := "0"
+		if tl.full {
+			wholeArg = "1"
+		}
+		args := make([]any, 0, 18+len(evs)+len(tl.hist)+len(tl.parts))
+		args = append(args, ownerID(next.Owner), strconv.FormatUint(next.Version, 10), len(events), head,
+			member, unfinished, string(id), score, ttl, strings.Join(blobs, " "),
+			wholeArg, len(next.Task.History), len(tl.hist), len(next.Task.Artifacts), tl.newArts, tl.nparts, len(tl.parts),
+			s.stateIndexKey(next.Owner, ""))
+		args = append(args, evs...)
+		args = append(args, tl.hist...)
+		args = append(args, tl.parts...)
+		code, err := appendScript.Run(c, s.rdb, keys, args...).Int64()
+		if err != nil {
+			return fmt.Errorf("append to task %s: %w", id, s.fail(ctx, err))
+		}
+		if code == scriptRewrite && !tl.full {
+			whole = true
+			continue
+		}
+		if err := scriptErr(code); err != nil {
+			return fmt.Errorf("append to task %s: %w", id, err)
+		}
+		return nil
 	}
-	if err := scriptErr(code); err != nil {
-		return fmt.Errorf("append to task %s: %w", id, err)
-	}
-	return nil
 }
 
 // Get implements [tasks.Store].
 func (s *Store) Get(ctx context.Context, owner tasks.Owner, id a2a.TaskID) (*tasks.Snapshot, error) {
-	snap, err := s.load(ctx, id)
+	snap, err := s.load(ctx, id, -1)
+	if err == nil && snap.Owner != owner {
+		err = tasks.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get task %s: %w", id, err)
+	}
+	return snap, nil
+}
+
+var _ tasks.HistoryReader = (*Store)(nil)
+
+// GetRecent implements [tasks.HistoryReader]: it reads the tail of the
+// task's history list, so its cost does not grow with the history.
+func (s *Store) GetRecent(ctx context.Context, owner tasks.Owner, id a2a.TaskID, historyLength int) (*tasks.Snapshot, error) {
+	snap, err := s.load(ctx, id, max(historyLength, 0))
 	if err == nil && snap.Owner != owner {
 		err = tasks.ErrNotFound
 	}
@@ -440,25 +628,36 @@ func (s *Store) Get(ctx context.Context, owner tasks.Owner, id a2a.TaskID) (*tas
 
 // OwnerOf implements [tasks.Store].
 func (s *Store) OwnerOf(ctx context.Context, id a2a.TaskID) (tasks.Owner, error) {
-	snap, err := s.load(ctx, id)
+	c, cancel, err := s.start(ctx)
 	if err != nil {
 		return tasks.Owner{}, fmt.Errorf("owner of task %s: %w", id, err)
 	}
-	return snap.Owner, nil
+	defer cancel()
+	b, err := s.rdb.HGet(c, s.taskKey(id), "owner").Bytes()
+	if err != nil {
+		return tasks.Owner{}, fmt.Errorf("owner of task %s: %w", id, s.fail(ctx, err))
+	}
+	var o tasks.Owner
+	if err := json.Unmarshal(b, &o); err != nil {
+		return tasks.Owner{}, fmt.Errorf("owner of task %s: %w: %v", id, tasks.ErrCorrupt, err)
+	}
+	return o, nil
 }
 
-// load reads a task's snapshot whoever owns it.
-func (s *Store) load(ctx context.Context, id a2a.TaskID) (*tasks.Snapshot, error) {
+// load reads a task's snapshot whoever owns it, with the newest history
+// entries of it (all with history < 0). Its reads are one transaction: an
+// append cannot land between the head and the lists.
+func (s *Store) load(ctx context.Context, id a2a.TaskID, history int) (*tasks.Snapshot, error) {
 	c, cancel, err := s.start(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
-	b, err := s.rdb.HGet(c, s.taskKey(id), "record").Bytes()
+	r, err := s.readTasks(ctx, c, []a2a.TaskID{id}, history, true)
 	if err != nil {
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
-	return record.Decode(id, b)
+	return r[0].snapshot(id, history, true)
 }
 
 // Events implements [tasks.Store]. The owner check and the range read travel in
@@ -515,20 +714,101 @@ func (s *Store) List(ctx context.Context, q tasks.ListQuery) (*tasks.ListPage, e
 	if q.UpdatedAfter != nil { // members below this one were updated after it
 		upTo = "(" + string(binary.BigEndian.AppendUint64(nil, math.MaxUint64-uint64(q.UpdatedAfter.UnixNano())))
 	}
-	members, err := s.rdb.ZRangeByLex(c, s.ownerIndexKey(q.Owner), &redis.ZRangeBy{Min: "-", Max: upTo}).Result()
-	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", s.fail(ctx, err))
-	}
 	page := &tasks.ListPage{}
+	var ids []a2a.TaskID
+	var mems []string
+	if q.State != "" && q.ContextID != "" {
+		ids, mems, err = s.listFiltered(ctx, c, q, start, upTo, pageSize, page)
+	} else {
+		ids, mems, err = s.listIndexed(ctx, c, q, start, upTo, pageSize, page)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	if len(ids) == 0 {
+		return page, nil
+	}
+	history := -1
+	if q.HistoryLength != nil {
+		history = max(*q.HistoryLength, 0)
+	}
+	reads, err := s.readTasks(ctx, c, ids, history, !q.SkipArtifacts)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	for i, id := range ids {
+		snap, err := reads[i].snapshot(id, history, !q.SkipArtifacts)
+		// A task in the index has a snapshot (both are written by one
+		// script) unless its keys expired before a purge came (retention.go).
+		if errors.Is(err, tasks.ErrNotFound) {
+			page.TotalSize--
+			s.dropExpired(ctx, q.Owner, id, mems[i])
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list tasks: %w", err)
+		}
+		page.Tasks = append(page.Tasks, snap)
+	}
+	return page, nil
+}
+
+// listIndexed reads one page of the index that holds exactly the tasks q
+// selects (the owner's, or those of one state, or of one context) and
+// counts them, in one round trip.
+func (s *Store) listIndexed(ctx, c context.Context, q tasks.ListQuery, start []byte, upTo string, pageSize int, page *tasks.ListPage) ([]a2a.TaskID, []string, error) {
+	key := s.ownerIndexKey(q.Owner)
+	switch {
+	case q.ContextID != "":
+		key = s.contextIndexKey(q.Owner, q.ContextID)
+	case q.State != "":
+		key = s.stateIndexKey(q.Owner, q.State)
+	}
+	from := "-"
+	if start != nil {
+		// Past every member of the token's task: 0xFF sorts after its state.
+		from = "(" + string(start) + "\xff"
+	}
+	pipe := s.rdb.Pipeline()
+	count := pipe.ZLexCount(c, key, "-", upTo)
+	rng := pipe.ZRangeByLex(c, key, &redis.ZRangeBy{Min: from, Max: upTo, Count: int64(pageSize) + 1})
+	if _, err := pipe.Exec(c); err != nil {
+		return nil, nil, s.fail(ctx, err)
+	}
+	page.TotalSize = int(count.Val())
+	var ids []a2a.TaskID
+	var mems []string
+	for i, m := range rng.Val() {
+		e, ok := parseIndexMember([]byte(m))
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: index member %q", tasks.ErrCorrupt, m)
+		}
+		if i == pageSize {
+			last, _ := parseIndexMember([]byte(mems[len(mems)-1]))
+			page.NextPageToken = base64.RawURLEncoding.EncodeToString(last.cursor)
+			break
+		}
+		ids, mems = append(ids, e.id), append(mems, m)
+	}
+	return ids, mems, nil
+}
+
+// listFiltered reads a context's index whole and keeps the tasks in q's
+// state: no index holds exactly those.
+func (s *Store) listFiltered(ctx, c context.Context, q tasks.ListQuery, start []byte, upTo string, pageSize int, page *tasks.ListPage) ([]a2a.TaskID, []string, error) {
+	members, err := s.rdb.ZRangeByLex(c, s.contextIndexKey(q.Owner, q.ContextID), &redis.ZRangeBy{Min: "-", Max: upTo}).Result()
+	if err != nil {
+		return nil, nil, s.fail(ctx, err)
+	}
 	var ids []a2a.TaskID
 	var mems []string
 	var last []byte
 	for _, m := range members {
 		e, ok := parseIndexMember([]byte(m))
 		if !ok {
-			return nil, fmt.Errorf("list tasks: %w: index member %q", tasks.ErrCorrupt, m)
+			return nil, nil, fmt.Errorf("%w: index member %q", tasks.ErrCorrupt, m)
 		}
-		if (q.State != "" && e.state != string(q.State)) || (q.ContextID != "" && e.contextID != q.ContextID) {
+		if e.state != string(q.State) {
 			continue
 		}
 		page.TotalSize++
@@ -539,36 +819,9 @@ func (s *Store) List(ctx context.Context, q tasks.ListQuery) (*tasks.ListPage, e
 			page.NextPageToken = base64.RawURLEncoding.EncodeToString(last)
 			continue // keep counting TotalSize
 		}
-		ids = append(ids, e.id)
-		mems = append(mems, m)
-		last = e.cursor
+		ids, mems, last = append(ids, e.id), append(mems, m), e.cursor
 	}
-	if len(ids) == 0 {
-		return page, nil
-	}
-	pipe := s.rdb.Pipeline()
-	recs := make([]*redis.StringCmd, len(ids))
-	for i, id := range ids {
-		recs[i] = pipe.HGet(c, s.taskKey(id), "record")
-	}
-	if _, err := pipe.Exec(c); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("list tasks: %w", s.fail(ctx, err))
-	}
-	for i, id := range ids {
-		// A task in the index has a snapshot (both are written by one
-		// script) unless its keys expired before a purge came (retention.go).
-		if errors.Is(recs[i].Err(), redis.Nil) {
-			page.TotalSize--
-			s.dropExpired(ctx, q.Owner, id, mems[i])
-			continue
-		}
-		snap, err := record.Decode(id, []byte(recs[i].Val()))
-		if err != nil {
-			return nil, fmt.Errorf("list tasks: %w", err)
-		}
-		page.Tasks = append(page.Tasks, snap)
-	}
-	return page, nil
+	return ids, mems, nil
 }
 
 // Unfinished implements [tasks.Store]. Tasks come ordered by id, as from the
@@ -587,20 +840,25 @@ func (s *Store) Unfinished(ctx context.Context) ([]*tasks.Snapshot, error) {
 		return nil, nil
 	}
 	sort.Strings(ids)
-	pipe := s.rdb.Pipeline()
-	recs := make([]*redis.StringCmd, len(ids))
+	tids := make([]a2a.TaskID, len(ids))
 	for i, id := range ids {
-		recs[i] = pipe.HGet(c, s.taskKey(a2a.TaskID(id)), "record")
+		tids[i] = a2a.TaskID(id)
 	}
-	if _, err := pipe.Exec(c); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("list unfinished tasks: %w", s.fail(ctx, err))
+	// In batches: one script blocks the server while it runs.
+	var reads []taskRead
+	for b := range slices.Chunk(tids, 256) {
+		r, err := s.readTasks(ctx, c, b, -1, true)
+		if err != nil {
+			return nil, fmt.Errorf("list unfinished tasks: %w", err)
+		}
+		reads = append(reads, r...)
 	}
 	var out []*tasks.Snapshot
 	for i, id := range ids {
-		if recs[i].Err() != nil {
+		snap, err := reads[i].snapshot(a2a.TaskID(id), -1, true)
+		if errors.Is(err, tasks.ErrNotFound) {
 			continue
 		}
-		snap, err := record.Decode(a2a.TaskID(id), []byte(recs[i].Val()))
 		if err != nil {
 			return nil, fmt.Errorf("list unfinished tasks: %w", err)
 		}

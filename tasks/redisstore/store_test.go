@@ -109,7 +109,7 @@ func openCorruptibleRedis(t *testing.T, url string) *corruptibleRedis {
 }
 
 func (c *corruptibleRedis) CorruptTask(t *testing.T, id a2a.TaskID) {
-	if err := c.rdb.HSet(t.Context(), c.prefix+"task:"+string(id), "record", "{").Err(); err != nil {
+	if err := c.rdb.HSet(t.Context(), c.prefix+"task:"+string(id), "head", "{").Err(); err != nil {
 		t.Fatal(err)
 	}
 }
