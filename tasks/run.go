@@ -561,6 +561,7 @@ func (r *run) finish() {
 			r.idle.Stop()
 		}
 		r.flushLocked()
+		finished := r.committed != nil && r.committed.Task.Status.State.Terminal()
 		r.mu.Unlock()
 		close(r.quit)
 		r.startOne.Do(func() { close(r.started) })
@@ -570,8 +571,15 @@ func (r *run) finish() {
 		}
 		r.h.signalLocked()
 		r.h.mu.Unlock()
-		r.finishLease() // before waiters go on: the task takes a new message at once
+		if !finished {
+			r.finishLease() // before waiters go on: the task takes a new message at once
+		}
 		close(r.done)
+		if finished {
+			// After: a finished task takes no message, so a blocking send
+			// need not wait for the lease's round trip to the shared store.
+			r.finishLease()
+		}
 		r.e.release(r.h.taskID(), r.h)
 		if r.slot {
 			<-r.e.slots
