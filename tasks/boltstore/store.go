@@ -26,13 +26,13 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/handoff-a2a/handoff/internal/a2ajson"
 	"github.com/handoff-a2a/handoff/tasks"
 	"github.com/handoff-a2a/handoff/tasks/internal/record"
 )
 
 var (
-	bucketTasks      = []byte("tasks")      // task id → record.Task (JSON)
+	bucketTasks      = []byte("tasks")      // task id → its head (split.go), or record.Task (JSON) as stores before wrote it
+	bucketPieces     = []byte("pieces")     // task id, 0, kind, index → a piece of the task (split.go)
 	bucketHeads      = []byte("heads")      // task id → version, updated, owner key (binary)
 	bucketEvents     = []byte("events")     // task id, 0, seq of the first → the events of one write (see eventBatchV1)
 	bucketByOwner    = []byte("by_owner")   // owner key, inverted updated, task id → state, 0, context id
@@ -42,6 +42,9 @@ var (
 	bucketFinished   = []byte("finished")   // updated, task id → owner key: finished tasks, oldest first (retention.go)
 	bucketBlobRefs   = []byte("blobrefs")   // blob digest, 0, task id → nothing: the blobs tasks name (tasks.BlobIndex)
 )
+
+// allBuckets are the buckets a store file has.
+var allBuckets = [][]byte{bucketTasks, bucketPieces, bucketHeads, bucketEvents, bucketByOwner, bucketUnfinished, bucketPush, bucketMeta, bucketFinished, bucketBlobRefs}
 
 // maxBatch bounds how many writes share one log write and one fsync, and
 // maxApply how many the applier puts in one bbolt transaction.
@@ -185,7 +188,7 @@ func openBoltFile(path string, timeout time.Duration, blobs *tasks.BlobIndex) (d
 		// A store made before retention has no finished index: it is
 		// built from the tasks' heads, once.
 		indexed := tx.Bucket(bucketFinished) != nil
-		for _, b := range [][]byte{bucketTasks, bucketHeads, bucketEvents, bucketByOwner, bucketUnfinished, bucketPush, bucketMeta, bucketFinished, bucketBlobRefs} {
+		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -1041,7 +1044,9 @@ func encodeHead(version uint64, updated time.Time, owner []byte) []byte {
 	return append(b, owner...)
 }
 
-// Append implements [tasks.Store].
+// Append implements [tasks.Store]. The log record, and bbolt, get only
+// what the events add to the task (recordCodec.delta) when the codec
+// remembers the version they follow; the task whole otherwise.
 func (s *Store) Append(ctx context.Context, next *tasks.Snapshot, events []a2a.Event) error {
 	if next == nil || next.Task == nil || next.Task.ID == "" {
 		return fmt.Errorf("append: snapshot without a task id")
@@ -1049,19 +1054,34 @@ func (s *Store) Append(ctx context.Context, next *tasks.Snapshot, events []a2a.E
 	id := next.Task.ID
 	a := &walAppend{id: id, version: next.Version, events: uint64(len(events)), updated: next.Updated.UnixNano(),
 		unfinished: tasks.IsUnfinished(next.Task.Status.State), owner: record.OwnerKey(next.Owner),
-		index: append(append([]byte(next.Task.Status.State), 0), next.Task.ContextID...)}
-	var known []a2ajson.Encoded[a2a.Artifact]
+		index: append(append([]byte(next.Task.Status.State), 0), next.Task.ContextID...),
+		// A copy: the writer's snapshot carries Apply's spare capacity,
+		// which only its own successor may use.
+		snap: &tasks.Snapshot{Task: next.Task, Owner: next.Owner, Version: next.Version, Updated: next.Updated}}
 	var err error
 	if len(events) > 0 {
-		if a.encoded, known, err = encodeEvents(events); err != nil {
+		if a.encoded, err = encodeEvents(events); err != nil {
 			return fmt.Errorf("append to task %s: encode event: %w", id, err)
 		}
 	}
-	if a.rec, err = s.codec.encode(next, known); err != nil {
+	d, mem, err := s.codec.delta(next, events)
+	if err != nil {
 		return fmt.Errorf("append to task %s: encode snapshot: %w", id, err)
 	}
-	a.refs = blobNames(s.blobs, id, a.rec)
-	if err := s.update(ctx, &boltWrite{app: a}); err != nil {
+	a.rec = d.encode()
+	a.refs = s.blobs.Names(a.rec, func() (*a2a.Task, error) {
+		snap, err := record.Decode(id, deltaRecord(d))
+		if err != nil {
+			return nil, err
+		}
+		return snap.Task, nil
+	})
+	err = s.update(ctx, &boltWrite{app: a})
+	if err != nil {
+		mem = nil
+	}
+	s.codec.remember(id, mem, a.unfinished)
+	if err != nil {
 		return fmt.Errorf("append to task %s: %w", id, err)
 	}
 	return nil
@@ -1071,11 +1091,11 @@ func (s *Store) Append(ctx context.Context, next *tasks.Snapshot, events []a2a.E
 // events. It refuses an append that does not follow the stored version.
 func applyAppend(tx *bolt.Tx, a *walAppend) error {
 	id := []byte(a.id)
-	heads, taskb, events := tx.Bucket(bucketHeads), tx.Bucket(bucketTasks), tx.Bucket(bucketEvents)
+	heads, events := tx.Bucket(bucketHeads), tx.Bucket(bucketEvents)
 	// Task ids are time-ordered (newTaskID), so these take new keys at
 	// their end: pages split full instead of half full, and bbolt writes
 	// and keeps fewer of them.
-	heads.FillPercent, taskb.FillPercent, events.FillPercent = 0.9, 0.9, 0.9
+	heads.FillPercent, events.FillPercent = 0.9, 0.9
 	finished := tx.Bucket(bucketFinished) // nil in a store recovered before it had one: Open builds it
 	var prev uint64
 	if hb := heads.Get(id); hb != nil {
@@ -1104,7 +1124,7 @@ func applyAppend(tx *bolt.Tx, a *walAppend) error {
 			return err
 		}
 	}
-	if err := taskb.Put(id, a.rec); err != nil {
+	if err := writeTask(tx, a.id, a.seq, a.rec); err != nil {
 		return err
 	}
 	updated := time.Unix(0, a.updated)
@@ -1162,7 +1182,7 @@ func (s *Store) view(fn func(*bolt.Tx) error) error {
 
 // Get implements [tasks.Store].
 func (s *Store) Get(_ context.Context, owner tasks.Owner, id a2a.TaskID) (*tasks.Snapshot, error) {
-	snap, err := s.load(id)
+	snap, err := s.load(id, wholeTask)
 	if err == nil && snap.Owner != owner {
 		err = tasks.ErrNotFound
 	}
@@ -1174,18 +1194,18 @@ func (s *Store) Get(_ context.Context, owner tasks.Owner, id a2a.TaskID) (*tasks
 
 // OwnerOf implements [tasks.Store].
 func (s *Store) OwnerOf(_ context.Context, id a2a.TaskID) (tasks.Owner, error) {
-	snap, err := s.load(id)
+	snap, err := s.load(id, readShape{})
 	if err != nil {
 		return tasks.Owner{}, fmt.Errorf("owner of task %s: %w", id, err)
 	}
 	return snap.Owner, nil
 }
 
-// load reads a task's snapshot whoever owns it.
-func (s *Store) load(id a2a.TaskID) (*tasks.Snapshot, error) {
+// load reads a task's snapshot whoever owns it, with what shape asks for.
+func (s *Store) load(id a2a.TaskID, shape readShape) (*tasks.Snapshot, error) {
 	// A task with appends bbolt has not applied yet reads from its latest
-	// record in the log, without waiting for the applier; any other has its
-	// latest version in bbolt.
+	// append, without waiting for the applier; any other has its latest
+	// version in bbolt.
 	s.amu.Lock()
 	h, pending := s.heads[id]
 	broken := s.broken
@@ -1194,19 +1214,75 @@ func (s *Store) load(id a2a.TaskID) (*tasks.Snapshot, error) {
 		return nil, broken
 	}
 	if pending {
-		return s.reads.decode(id, h.app.rec)
+		return shaped(h.app.snap, shape), nil
 	}
 	var snap *tasks.Snapshot
 	err := s.readBolt(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketTasks).Get([]byte(id))
-		if b == nil {
+		v := tx.Bucket(bucketTasks).Get([]byte(id))
+		if v == nil {
 			return tasks.ErrNotFound
 		}
 		var err error
-		snap, err = s.reads.decode(id, b)
+		if shape != wholeTask {
+			snap, err = readTask(tx, id, v, shape)
+			return err
+		}
+		snap, err = s.reads.decode(id, v, func() (*tasks.Snapshot, int, error) {
+			rec, err := storedRecord(tx, id, v, wholeTask)
+			if err != nil {
+				return nil, 0, err
+			}
+			snap, err := record.Decode(id, rec)
+			return snap, len(rec), err
+		})
 		return err
 	})
 	return snap, err
+}
+
+// readTask decodes task id, whose bucketTasks value is v, with what shape
+// asks for.
+func readTask(tx *bolt.Tx, id a2a.TaskID, v []byte, shape readShape) (*tasks.Snapshot, error) {
+	rec, err := storedRecord(tx, id, v, shape)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := record.Decode(id, rec)
+	if err != nil {
+		return nil, err
+	}
+	return shaped(snap, shape), nil // a task stored whole is read whole
+}
+
+// shaped returns snap with no more than shape asks for; snap when that is
+// all of it.
+func shaped(snap *tasks.Snapshot, shape readShape) *tasks.Snapshot {
+	t := snap.Task
+	cut := shape.hist >= 0 && len(t.History) > shape.hist
+	if !cut && (!shape.noArts || len(t.Artifacts) == 0) {
+		return snap
+	}
+	c := *t
+	if cut {
+		c.History = t.History[len(t.History)-shape.hist:]
+	}
+	if shape.noArts {
+		c.Artifacts = nil
+	}
+	return &tasks.Snapshot{Task: &c, Owner: snap.Owner, Version: snap.Version, Updated: snap.Updated}
+}
+
+// GetRecent implements [tasks.HistoryReader]: it reads only the newest
+// historyLength entries of the task's history.
+func (s *Store) GetRecent(_ context.Context, owner tasks.Owner, id a2a.TaskID, historyLength int) (*tasks.Snapshot, error) {
+	snap, err := s.load(id, readShape{hist: max(historyLength, 0)})
+	if err == nil && snap.Owner != owner {
+		err = tasks.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get task %s: %w", id, err)
+	}
+	return snap, nil
 }
 
 // Events implements [tasks.Store].
@@ -1268,6 +1344,10 @@ func (s *Store) List(_ context.Context, q tasks.ListQuery) (*tasks.ListPage, err
 	if pageSize <= 0 {
 		pageSize = 50
 	}
+	shape := readShape{hist: -1, noArts: q.SkipArtifacts}
+	if q.HistoryLength != nil {
+		shape.hist = max(*q.HistoryLength, 0)
+	}
 	page := &tasks.ListPage{}
 	err := s.view(func(tx *bolt.Tx) error {
 		taskb := tx.Bucket(bucketTasks)
@@ -1304,7 +1384,7 @@ func (s *Store) List(_ context.Context, q tasks.ListQuery) (*tasks.ListPage, err
 				continue // keep counting TotalSize
 			}
 			id := a2a.TaskID(suffix[8:])
-			snap, err := record.Decode(id, taskb.Get([]byte(id)))
+			snap, err := readTask(tx, id, taskb.Get([]byte(id)), shape)
 			if err != nil {
 				return err
 			}
@@ -1329,7 +1409,7 @@ func (s *Store) Unfinished(_ context.Context) ([]*tasks.Snapshot, error) {
 			if b == nil {
 				return nil
 			}
-			snap, err := record.Decode(a2a.TaskID(k), b)
+			snap, err := readTask(tx, a2a.TaskID(k), b, wholeTask)
 			if err != nil {
 				return err
 			}
