@@ -137,6 +137,10 @@ func appendRecord(b []byte, next *tasks.Snapshot, t *a2a.Task) ([]byte, error) {
 func (c *recordCodec) remember(id a2a.TaskID, mem *taskMemory, running bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.rememberLocked(id, mem, running)
+}
+
+func (c *recordCodec) rememberLocked(id a2a.TaskID, mem *taskMemory, running bool) {
 	if !running || mem == nil {
 		delete(c.tasks, id)
 		return

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -514,4 +515,78 @@ func FuzzDecodeEvents(f *testing.F) {
 			t.Fatalf("re-encoded events: %d, %v; want %d", len(back), err, len(evs))
 		}
 	})
+}
+
+// TestBigWriteEventsCut checks that a write of many events is stored in
+// values of at most about maxEventValue, and reads back whole from any
+// position; and that an artifact of many parts is kept in chunks of about
+// maxChunk that read back as the artifact.
+func TestBigWriteEventsCut(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "tasks.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	owner := tasks.Owner{Principal: "p"}
+	task := &a2a.Task{ID: "t1", ContextID: "c1", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
+	snap, err := tasks.Apply(nil, task, time.Unix(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap.Owner = owner
+	evs := []a2a.Event{task}
+	for i := range 2000 {
+		ev := a2a.NewArtifactUpdateEvent(task, "out", a2a.NewTextPart("part "+strconv.Itoa(i)+" "+strings.Repeat("x", 100)))
+		ev.Append = i > 0
+		if snap, err = tasks.Apply(snap, ev, time.Unix(2, 0)); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	snap.Version = uint64(len(evs))
+	if err := s.Append(t.Context(), snap, evs); err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []uint64{0, 1, 299, 300, 1000, 2000} {
+		got, err := s.Events(t.Context(), owner, "t1", after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(evs)-int(after) || len(got) > 0 && got[0].Seq != after+1 {
+			t.Fatalf("after %d: %d events from %v", after, len(got), got[0].Seq)
+		}
+	}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		for _, b := range []struct {
+			name []byte
+			max  int
+			min  int
+		}{{bucketEvents, maxEventValue + 1024, 5}, {bucketPieces, maxChunk + 1024, 10}} {
+			n := 0
+			err := tx.Bucket(b.name).ForEach(func(k, v []byte) error {
+				n++
+				if len(v) > b.max {
+					return fmt.Errorf("%s: a value of %d bytes", b.name, len(v))
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if n < b.min {
+				return fmt.Errorf("%s: %d values, want at least %d", b.name, n, b.min)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(t.Context(), owner, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := recordJSON(t, got), recordJSON(t, snap); g != w {
+		t.Fatalf("artifact read back differs:\n got %.300s\nwant %.300s", g, w)
+	}
 }

@@ -55,16 +55,21 @@ type taskDelta struct {
 	ops      []artOp
 }
 
-// artOp writes artifact idx: whole (replace), or one more chunk of parts
+// artOp writes artifact idx: whole (replace), or more chunks of parts
 // (chunkBase is then the chunk count stored).
 type artOp struct {
 	idx       int
 	appendTo  bool
 	chunkBase int
-	prefix    []byte // the artifact's JSON up to its parts
-	chunk     []byte // parts' JSON; nil with nilParts
-	nilParts  bool   // replace only: the artifact has no parts (null)
+	prefix    []byte   // the artifact's JSON up to its parts
+	chunks    [][]byte // parts' JSON, comma separated; none with nilParts
+	nilParts  bool     // replace only: the artifact has no parts (null)
 }
+
+// maxChunk bounds a chunk of parts (but for one part larger alone): bbolt
+// rewrites a leaf whole, with its values, when a key is added to it, and a
+// chunk's leaf takes the next chunk's key.
+const maxChunk = 16 << 10
 
 func appendBytes(b, v []byte) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(v))), v...)
@@ -77,7 +82,10 @@ func (d *taskDelta) encode() []byte {
 		size += len(h) + 4
 	}
 	for _, op := range d.ops {
-		size += len(op.prefix) + len(op.chunk) + 16
+		size += len(op.prefix) + 16
+		for _, c := range op.chunks {
+			size += len(c) + 4
+		}
 	}
 	b := make([]byte, 0, size)
 	b = append(b, splitV1)
@@ -106,8 +114,9 @@ func (d *taskDelta) encode() []byte {
 			b = append(b, 0)
 		}
 		b = appendBytes(b, op.prefix)
-		if !op.nilParts {
-			b = appendBytes(b, op.chunk)
+		b = binary.AppendUvarint(b, uint64(len(op.chunks)))
+		for _, c := range op.chunks {
+			b = appendBytes(b, c)
 		}
 	}
 	return b
@@ -184,8 +193,12 @@ func decodeDelta(b []byte) (*taskDelta, error) {
 			r.err = errors.New("bad artifact write")
 		}
 		op.prefix = r.bytes()
-		if !op.nilParts {
-			op.chunk = r.bytes()
+		n := r.uvarint()
+		for j := 0; j < n && r.err == nil; j++ {
+			op.chunks = append(op.chunks, r.bytes())
+		}
+		if r.err == nil && op.nilParts != (n == 0) {
+			r.err = errors.New("bad artifact chunks")
 		}
 		d.ops = append(d.ops, op)
 	}
@@ -286,8 +299,8 @@ func writeTask(tx *bolt.Tx, id a2a.TaskID, seq uint64, rec []byte) error {
 		} else if err := deletePrefix(pieces, pieceKey(id, pieceChunk, op.idx)); err != nil {
 			return err
 		}
-		if !op.nilParts {
-			if err := pieces.Put(pieceKey(id, pieceChunk, op.idx, chunks), op.chunk); err != nil {
+		for _, c := range op.chunks {
+			if err := pieces.Put(pieceKey(id, pieceChunk, op.idx, chunks), c); err != nil {
 				return err
 			}
 			chunks++
@@ -312,13 +325,22 @@ var wholeTask = readShape{hist: -1}
 // storedRecord returns the record JSON (as record.Decode reads it) of task
 // id, whose bucketTasks value is v, with what shape asks for.
 func storedRecord(tx *bolt.Tx, id a2a.TaskID, v []byte, shape readShape) ([]byte, error) {
+	rec, _, err := storedRecordChunks(tx, id, v, shape)
+	return rec, err
+}
+
+// storedRecordChunks is storedRecord that also returns, for a task stored
+// in pieces read with its artifacts, each artifact's chunk count; nil for
+// a task stored whole.
+func storedRecordChunks(tx *bolt.Tx, id a2a.TaskID, v []byte, shape readShape) ([]byte, []int, error) {
 	if len(v) == 0 || v[0] != splitV1 {
-		return v, nil // stored whole; record.Decode refuses what is not a record
+		return v, nil, nil // stored whole; record.Decode refuses what is not a record
 	}
 	h, err := decodeSplitHead(v)
 	if err != nil {
-		return nil, fmt.Errorf("decode task %s: %w", id, err)
+		return nil, nil, fmt.Errorf("decode task %s: %w", id, err)
 	}
+	chunks := make([]int, 0, h.arts)
 	pieces := tx.Bucket(bucketPieces)
 	b := make([]byte, 0, len(h.rec)+64)
 	b = append(b, h.rec[:len(h.rec)-2]...)
@@ -328,9 +350,11 @@ func storedRecord(tx *bolt.Tx, id a2a.TaskID, v []byte, shape readShape) ([]byte
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if b, err = appendStoredArtifact(b, pieces, id, i); err != nil {
-				return nil, err
+			var n int
+			if b, n, err = appendStoredArtifact(b, pieces, id, i); err != nil {
+				return nil, nil, err
 			}
+			chunks = append(chunks, n)
 		}
 		b = append(b, ']')
 	}
@@ -344,7 +368,7 @@ func storedRecord(tx *bolt.Tx, id a2a.TaskID, v []byte, shape readShape) ([]byte
 		i := from
 		for k, m := c.Seek(pieceKey(id, pieceHistory, from)); i < h.hist; k, m = c.Next() {
 			if !bytes.Equal(k, pieceKey(id, pieceHistory, i)) {
-				return nil, fmt.Errorf("decode task %s: %w: history entry %d missing", id, tasks.ErrCorrupt, i)
+				return nil, nil, fmt.Errorf("decode task %s: %w: history entry %d missing", id, tasks.ErrCorrupt, i)
 			}
 			if i > from {
 				b = append(b, ',')
@@ -354,20 +378,21 @@ func storedRecord(tx *bolt.Tx, id a2a.TaskID, v []byte, shape readShape) ([]byte
 		}
 		b = append(b, ']')
 	}
-	return append(b, "}}"...), nil
+	return append(b, "}}"...), chunks, nil
 }
 
-// appendStoredArtifact appends artifact i of task id, its parts joined.
-func appendStoredArtifact(b []byte, pieces *bolt.Bucket, id a2a.TaskID, i int) ([]byte, error) {
+// appendStoredArtifact appends artifact i of task id, its parts joined, and
+// returns its chunk count.
+func appendStoredArtifact(b []byte, pieces *bolt.Bucket, id a2a.TaskID, i int) ([]byte, int, error) {
 	v := pieces.Get(pieceKey(id, pieceArtifact, i))
 	r := &byteReader{b: v}
 	chunks := r.uvarint()
 	if v == nil || r.err != nil {
-		return nil, fmt.Errorf("decode task %s: %w: artifact %d missing", id, tasks.ErrCorrupt, i)
+		return nil, 0, fmt.Errorf("decode task %s: %w: artifact %d missing", id, tasks.ErrCorrupt, i)
 	}
 	b = append(b, r.b...)
 	if chunks == 0 {
-		return append(b, partsNull...), nil
+		return append(b, partsNull...), 0, nil
 	}
 	b = append(b, `"parts":[`...)
 	prefix := pieceKey(id, pieceChunk, i)
@@ -375,7 +400,7 @@ func appendStoredArtifact(b []byte, pieces *bolt.Bucket, id a2a.TaskID, i int) (
 	j, first := 0, true
 	for k, p := c.Seek(prefix); j < chunks; k, p = c.Next() {
 		if !bytes.Equal(k, pieceKey(id, pieceChunk, i, j)) {
-			return nil, fmt.Errorf("decode task %s: %w: chunk %d of artifact %d missing", id, tasks.ErrCorrupt, j, i)
+			return nil, 0, fmt.Errorf("decode task %s: %w: chunk %d of artifact %d missing", id, tasks.ErrCorrupt, j, i)
 		}
 		if len(p) > 0 {
 			if !first {
@@ -385,7 +410,7 @@ func appendStoredArtifact(b []byte, pieces *bolt.Bucket, id a2a.TaskID, i int) (
 		}
 		j++
 	}
-	return append(b, "]}"...), nil
+	return append(b, "]}"...), chunks, nil
 }
 
 // deltaRecord returns the record JSON of what d writes: its head with the
@@ -404,7 +429,17 @@ func deltaRecord(d *taskDelta) []byte {
 				b = append(b, partsNull...)
 				continue
 			}
-			b = append(append(append(b, `"parts":[`...), op.chunk...), "]}"...)
+			b = append(b, `"parts":[`...)
+			first := true
+			for _, c := range op.chunks {
+				if len(c) > 0 {
+					if !first {
+						b = append(b, ',')
+					}
+					b, first = append(b, c...), false
+				}
+			}
+			b = append(b, "]}"...)
 		}
 		b = append(b, ']')
 	}
@@ -452,8 +487,9 @@ type artMemory struct {
 }
 
 // encodeArtifact returns a's JSON up to its parts, and the JSON of parts
-// (comma separated, without brackets).
-func encodeArtifact(a *a2a.Artifact, parts []*a2a.Part) (prefix, chunk []byte, err error) {
+// in chunks of about maxChunk at most (comma separated, without brackets);
+// no chunks for nil parts.
+func encodeArtifact(a *a2a.Artifact, parts []*a2a.Part) (prefix []byte, chunks [][]byte, err error) {
 	c := *a
 	c.Parts = nil
 	head, err := a2ajson.AppendArtifact(nil, &c)
@@ -464,13 +500,28 @@ func encodeArtifact(a *a2a.Artifact, parts []*a2a.Part) (prefix, chunk []byte, e
 	if parts == nil {
 		return prefix, nil, nil
 	}
-	c.Parts = append(make([]*a2a.Part, 0, len(parts)), parts...)
-	whole, err := a2ajson.AppendArtifact(make([]byte, 0, len(head)+64*len(parts)), &c)
 	open := len(prefix) + len(`"parts":[`)
-	if err != nil || len(whole) < open+2 || !bytes.Equal(whole[:len(prefix)], prefix) {
-		return nil, nil, fmt.Errorf("encode artifact %s: %w", a.ID, orUnexpected(err))
+	// Each part encoded alone, as the only part of the artifact, and its
+	// JSON taken from between the brackets.
+	var chunk []byte
+	one := make([]*a2a.Part, 1)
+	c.Parts = one
+	for _, p := range parts {
+		one[0] = p
+		whole, err := a2ajson.AppendArtifact(make([]byte, 0, len(head)+64), &c)
+		if err != nil || len(whole) < open+2 || !bytes.Equal(whole[:len(prefix)], prefix) {
+			return nil, nil, fmt.Errorf("encode artifact %s: %w", a.ID, orUnexpected(err))
+		}
+		pj := whole[open : len(whole)-2]
+		if len(chunk) > 0 && len(chunk)+1+len(pj) > maxChunk {
+			chunks, chunk = append(chunks, chunk), nil
+		}
+		if len(chunk) > 0 {
+			chunk = append(chunk, ',')
+		}
+		chunk = append(chunk, pj...)
 	}
-	return prefix, whole[open : len(whole)-2], nil
+	return prefix, append(chunks, chunk), nil
 }
 
 func orUnexpected(err error) error {
@@ -545,24 +596,48 @@ func (c *recordCodec) delta(next *tasks.Snapshot, events []a2a.Event) (*taskDelt
 			if m := mem.arts[i]; m.a.ID == a.ID && appended[a.ID] && m.chunks > 0 && len(a.Parts) >= m.parts &&
 				(m.parts == 0 || a.Parts[m.parts-1] == m.lastPart) {
 				op.appendTo, op.chunkBase = true, m.chunks
-				if op.prefix, op.chunk, err = encodeArtifact(a, a.Parts[m.parts:]); err != nil {
+				if op.prefix, op.chunks, err = encodeArtifact(a, a.Parts[m.parts:]); err != nil {
 					return nil, nil, err
 				}
-				am.chunks = m.chunks + 1
+				am.chunks = m.chunks + len(op.chunks)
 				d.ops = append(d.ops, op)
 				nm.arts[i] = am
 				continue
 			}
 		}
-		if op.prefix, op.chunk, err = encodeArtifact(a, a.Parts); err != nil {
+		if op.prefix, op.chunks, err = encodeArtifact(a, a.Parts); err != nil {
 			return nil, nil, err
 		}
 		op.nilParts = a.Parts == nil
-		if !op.nilParts {
-			am.chunks = 1
-		}
+		am.chunks = len(op.chunks)
 		d.ops = append(d.ops, op)
 		nm.arts[i] = am
 	}
 	return d, nm, nil
+}
+
+// recall remembers snap, as read from bbolt in pieces with chunks (see
+// storedRecordChunks), for its task's next append, unless the codec knows a
+// later version: after a restart a running task's first append is then a
+// delta too, when it follows the snapshot read.
+func (c *recordCodec) recall(snap *tasks.Snapshot, chunks []int) {
+	t := snap.Task
+	if !tasks.IsUnfinished(t.Status.State) || len(chunks) != len(t.Artifacts) {
+		return
+	}
+	m := &taskMemory{version: snap.Version, hist: len(t.History), arts: make([]artMemory, len(t.Artifacts))}
+	if m.hist > 0 {
+		m.lastHist = t.History[m.hist-1]
+	}
+	for i, a := range t.Artifacts {
+		m.arts[i] = artMemory{a: a, parts: len(a.Parts), chunks: chunks[i]}
+		if len(a.Parts) > 0 {
+			m.arts[i].lastPart = a.Parts[len(a.Parts)-1]
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.tasks[t.ID]; old == nil || old.version < m.version {
+		c.rememberLocked(t.ID, m, true)
+	}
 }

@@ -1008,6 +1008,41 @@ func (s *Store) stallOrBreak(batch []*boltWrite, err error, refused bool) {
 // pushRecord is a push config with its delivery state.
 type pushRecord = tasks.PushDelivery
 
+// maxEventValue bounds the values putEvents writes. bbolt rewrites a leaf
+// whole, with its values, whenever a key is added to it: a write of 25,000
+// events in one value of 7 MiB made every later commit to the task's
+// events rewrite megabytes.
+const maxEventValue = 32 << 10
+
+// putEvents stores the events value v of a write whose first event is
+// first, cut in values of about maxEventValue at most, each under the
+// sequence number of its first event.
+func putEvents(b *bolt.Bucket, id a2a.TaskID, first uint64, v []byte) error {
+	if len(v) <= maxEventValue || v[0] != eventBatchV1 {
+		return b.Put(eventKey(id, first), v)
+	}
+	start, seq, n := 1, first, uint64(0) // the value being cut: v[start:end], events from seq, n of them
+	end := 1
+	for end < len(v) {
+		if len(v)-end < 4 {
+			return fmt.Errorf("%w: event batch cut short", tasks.ErrCorrupt)
+		}
+		size := 4 + int(binary.BigEndian.Uint32(v[end:]))
+		if size > len(v)-end {
+			return fmt.Errorf("%w: event batch cut short", tasks.ErrCorrupt)
+		}
+		if n > 0 && end-start+size > maxEventValue {
+			if err := b.Put(eventKey(id, seq), append([]byte{eventBatchV1}, v[start:end]...)); err != nil {
+				return err
+			}
+			start, seq, n = end, seq+n, 0
+		}
+		end += size
+		n++
+	}
+	return b.Put(eventKey(id, seq), append([]byte{eventBatchV1}, v[start:end]...))
+}
+
 func eventKey(id a2a.TaskID, seq uint64) []byte {
 	b := make([]byte, 0, len(id)+9)
 	b = append(b, id...)
@@ -1120,7 +1155,7 @@ func applyAppend(tx *bolt.Tx, a *walAppend) error {
 		return tasks.ErrConflict
 	}
 	if a.events > 0 {
-		if err := events.Put(eventKey(a.id, prev+1), a.encoded); err != nil {
+		if err := putEvents(events, a.id, prev+1, a.encoded); err != nil {
 			return err
 		}
 	}
@@ -1228,11 +1263,14 @@ func (s *Store) load(id a2a.TaskID, shape readShape) (*tasks.Snapshot, error) {
 			return err
 		}
 		snap, err = s.reads.decode(id, v, func() (*tasks.Snapshot, int, error) {
-			rec, err := storedRecord(tx, id, v, wholeTask)
+			rec, chunks, err := storedRecordChunks(tx, id, v, wholeTask)
 			if err != nil {
 				return nil, 0, err
 			}
 			snap, err := record.Decode(id, rec)
+			if err == nil && chunks != nil {
+				s.codec.recall(snap, chunks)
+			}
 			return snap, len(rec), err
 		})
 		return err
