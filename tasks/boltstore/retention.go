@@ -245,7 +245,8 @@ func purgeTask(tx *bolt.Tx, blobs *tasks.BlobIndex, r tasks.Retention, now time.
 		return nil, nil, fmt.Errorf("%w: owner key", tasks.ErrCorrupt)
 	}
 	ikey := append(bytes.Clone(h.owner), indexSuffix(h.updated, id)...)
-	state, _, _ := bytes.Cut(byOwner.Get(ikey), []byte{0})
+	listed := byOwner.Get(ikey)
+	state, _, _ := bytes.Cut(listed, []byte{0})
 	if !r.Expired(owner.Tenant, a2a.TaskState(state), h.updated, now) {
 		return nil, nil, nil
 	}
@@ -254,6 +255,11 @@ func purgeTask(tx *bolt.Tx, blobs *tasks.BlobIndex, r tasks.Retention, now time.
 		return nil, nil, err
 	}
 	refs := blobNames(blobs, id, rec)
+	if listed != nil {
+		if err := indexListed(tx, h.owner, ikey[len(h.owner):], listed, false); err != nil {
+			return nil, nil, err
+		}
+	}
 	prefix := append(bytes.Clone(key), 0)
 	for _, b := range []*bolt.Bucket{tx.Bucket(bucketEvents), tx.Bucket(bucketPush), tx.Bucket(bucketPieces)} {
 		if err := deletePrefix(b, prefix); err != nil {

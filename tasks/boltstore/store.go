@@ -44,7 +44,8 @@ var (
 )
 
 // allBuckets are the buckets a store file has.
-var allBuckets = [][]byte{bucketTasks, bucketPieces, bucketHeads, bucketEvents, bucketByOwner, bucketUnfinished, bucketPush, bucketMeta, bucketFinished, bucketBlobRefs}
+var allBuckets = [][]byte{bucketTasks, bucketPieces, bucketHeads, bucketEvents, bucketByOwner, bucketByState, bucketByContext, bucketCounts,
+	bucketUnfinished, bucketPush, bucketMeta, bucketFinished, bucketBlobRefs}
 
 // maxBatch bounds how many writes share one log write and one fsync, and
 // maxApply how many the applier puts in one bbolt transaction.
@@ -188,8 +189,15 @@ func openBoltFile(path string, timeout time.Duration, blobs *tasks.BlobIndex) (d
 		// A store made before retention has no finished index: it is
 		// built from the tasks' heads, once.
 		indexed := tx.Bucket(bucketFinished) != nil
+		// Nor one before list indexes, which are built from by_owner.
+		listed := tx.Bucket(bucketByState) != nil
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		if !listed {
+			if err := indexLists(tx); err != nil {
 				return err
 			}
 		}
@@ -1142,7 +1150,13 @@ func applyAppend(tx *bolt.Tx, a *walAppend) error {
 			return tasks.ErrNotFound
 		}
 		prev = h.version
-		if err := tx.Bucket(bucketByOwner).Delete(append(bytes.Clone(a.owner), indexSuffix(h.updated, a.id)...)); err != nil {
+		key := append(bytes.Clone(a.owner), indexSuffix(h.updated, a.id)...)
+		if old := tx.Bucket(bucketByOwner).Get(key); old != nil {
+			if err := indexListed(tx, a.owner, key[len(a.owner):], old, false); err != nil {
+				return err
+			}
+		}
+		if err := tx.Bucket(bucketByOwner).Delete(key); err != nil {
 			return err
 		}
 		if finished != nil {
@@ -1166,7 +1180,11 @@ func applyAppend(tx *bolt.Tx, a *walAppend) error {
 	if err := heads.Put(id, encodeHead(a.version, updated, a.owner)); err != nil {
 		return err
 	}
-	if err := tx.Bucket(bucketByOwner).Put(append(bytes.Clone(a.owner), indexSuffix(updated, a.id)...), a.index); err != nil {
+	suffix := indexSuffix(updated, a.id)
+	if err := tx.Bucket(bucketByOwner).Put(append(bytes.Clone(a.owner), suffix...), a.index); err != nil {
+		return err
+	}
+	if err := indexListed(tx, a.owner, suffix, a.index, true); err != nil {
 		return err
 	}
 	if err := indexRetained(tx, finished, a, updated); err != nil {
@@ -1367,9 +1385,28 @@ func (s *Store) Events(_ context.Context, owner tasks.Owner, id a2a.TaskID, afte
 	return out, nil
 }
 
-// List implements [tasks.Store].
+// List implements [tasks.Store]. A page by state or by context walks that
+// index (listindex.go) from the page's start, and its total is a stored
+// count; with UpdatedAfter, or both a state and a context, the total is
+// counted over the matches, newest first, stopping at the first too old.
 func (s *Store) List(_ context.Context, q tasks.ListQuery) (*tasks.ListPage, error) {
-	prefix := record.OwnerKey(q.Owner)
+	owner := record.OwnerKey(q.Owner)
+	bucket, prefix, counted := bucketByOwner, owner, countKey(owner, countOwner, nil)
+	state := []byte(q.State)
+	filterState := false // by context, the entry's value is its state
+	switch {
+	case q.ContextID != "":
+		bucket, prefix = bucketByContext, contextPrefix(owner, []byte(q.ContextID))
+		counted = countKey(owner, countContext, []byte(q.ContextID))
+		if q.State != "" {
+			filterState, counted = true, nil
+		}
+	case q.State != "":
+		bucket, prefix, counted = bucketByState, statePrefix(owner, state), countKey(owner, countState, state)
+	}
+	if q.UpdatedAfter != nil {
+		counted = nil
+	}
 	start := prefix
 	if q.PageToken != "" {
 		tok, err := base64.RawURLEncoding.DecodeString(q.PageToken)
@@ -1388,34 +1425,43 @@ func (s *Store) List(_ context.Context, q tasks.ListQuery) (*tasks.ListPage, err
 	}
 	page := &tasks.ListPage{}
 	err := s.view(func(tx *bolt.Tx) error {
+		seek := prefix
+		if counted != nil {
+			var err error
+			if page.TotalSize, err = readCount(tx.Bucket(bucketCounts), counted); err != nil {
+				return err
+			}
+			seek = start // nothing before the page to count
+		}
 		taskb := tx.Bucket(bucketTasks)
-		c := tx.Bucket(bucketByOwner).Cursor()
+		c := tx.Bucket(bucket).Cursor()
 		var last []byte
 		full := false
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		for k, v := c.Seek(seek); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			suffix := k[len(prefix):]
 			if len(suffix) < 9 {
 				continue
 			}
-			state, ctxID, _ := bytes.Cut(v, []byte{0})
-			if q.State != "" && string(state) != string(q.State) {
-				continue
-			}
-			if q.ContextID != "" && string(ctxID) != q.ContextID {
+			if filterState && !bytes.Equal(v, state) {
 				continue
 			}
 			if q.UpdatedAfter != nil {
 				updated := int64(math.MaxUint64 - binary.BigEndian.Uint64(suffix))
 				if updated <= q.UpdatedAfter.UnixNano() {
-					continue
+					break // newest first: the rest are older still
 				}
 			}
-			page.TotalSize++
+			if counted == nil {
+				page.TotalSize++
+			}
 			if bytes.Compare(k, start) < 0 {
 				continue
 			}
 			if len(page.Tasks) == pageSize {
 				page.NextPageToken = base64.RawURLEncoding.EncodeToString(last)
+				if counted != nil {
+					break
+				}
 				full = true
 			}
 			if full {
