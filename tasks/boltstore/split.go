@@ -262,12 +262,16 @@ func writeTask(tx *bolt.Tx, id a2a.TaskID, seq uint64, rec []byte) error {
 	if err != nil {
 		return err
 	}
+	old := taskb.Get([]byte(id))
 	if d.full {
-		if err := deletePrefix(pieces, append([]byte(id), 0)); err != nil {
-			return err
+		// Only a task stored in pieces has pieces: a new one, or one stored
+		// whole, spares the cursor.
+		if len(old) > 0 && old[0] == splitV1 {
+			if err := deletePrefix(pieces, append([]byte(id), 0)); err != nil {
+				return err
+			}
 		}
 	} else {
-		old := taskb.Get([]byte(id))
 		if len(old) == 0 || old[0] != splitV1 {
 			return fmt.Errorf("%w: a task write in pieces onto a task stored whole", tasks.ErrCorrupt)
 		}
