@@ -259,6 +259,15 @@ func TestRecordCodecFallsBack(t *testing.T) {
 			if d := sameRecord(t, c, rs, next, evs...); !d.full {
 				t.Fatal("written as a delta")
 			}
+			if len(evs) == 0 { // and the write after it, which log recovery could not tell from one after the write before
+				after, err := tasks.Apply(next, ev, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := sameRecord(t, c, rs, after, ev); !d.full {
+					t.Fatal("the write after a write of no events is a delta")
+				}
+			}
 		})
 	}
 }

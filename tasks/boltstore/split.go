@@ -575,6 +575,7 @@ func (c *recordCodec) delta(next *tasks.Snapshot, events []a2a.Event) (*taskDelt
 		mem = &taskMemory{}
 	}
 	nm := &taskMemory{version: next.Version, hist: len(t.History), arts: make([]artMemory, len(t.Artifacts))}
+
 	if len(t.History) > 0 {
 		nm.lastHist = t.History[len(t.History)-1]
 	}
@@ -616,6 +617,13 @@ func (c *recordCodec) delta(next *tasks.Snapshot, events []a2a.Event) (*taskDelt
 		am.chunks = len(op.chunks)
 		d.ops = append(d.ops, op)
 		nm.arts[i] = am
+	}
+	if len(events) == 0 {
+		// A write of no events keeps the version: a delta after it could
+		// not be told from one after the write before it, so the next
+		// write is whole. Log recovery, which follows versions, then never
+		// applies a delta onto a write it lost.
+		return d, nil, nil
 	}
 	return d, nm, nil
 }
