@@ -199,6 +199,12 @@ func testPurgeWhole(t *testing.T, s tasks.Store, p tasks.Purger) {
 	if page := list(t, s, tasks.ListQuery{Owner: alice, State: a2a.TaskStateCompleted}); page.TotalSize != 1 {
 		t.Errorf("completed tasks listed = %d, want 1", page.TotalSize)
 	}
+	for _, c := range []string{kept.Task.ContextID, "c"} {
+		page := list(t, s, tasks.ListQuery{Owner: alice, ContextID: c})
+		if got := ids(page); slices.Contains(got, "gone") || page.TotalSize != len(got) {
+			t.Errorf("list of context %s = %v (total %d)", c, got, page.TotalSize)
+		}
+	}
 	sameSnapshot(t, mustGet(t, s, alice, "kept"), kept)
 	sameSnapshot(t, mustGet(t, s, alice, "working"), working)
 	if evs, err := s.Events(ctx, alice, "kept", 0); err != nil || len(evs) != 2 {

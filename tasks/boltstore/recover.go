@@ -80,7 +80,7 @@ func Recover(path string, timeout time.Duration, apply bool) (*Recovery, error) 
 		defer db.Close()
 		if apply {
 			err := db.Update(func(tx *bolt.Tx) error {
-				for _, b := range [][]byte{bucketTasks, bucketHeads, bucketEvents, bucketByOwner, bucketUnfinished, bucketPush, bucketMeta} {
+				for _, b := range [][]byte{bucketTasks, bucketPieces, bucketHeads, bucketEvents, bucketByOwner, bucketUnfinished, bucketPush, bucketMeta} {
 					if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 						return err
 					}

@@ -73,10 +73,15 @@ func indexFinished(tx *bolt.Tx) error {
 	})
 }
 
-// blobNames returns the blobs the task record rec names under x.
+// blobNames returns the blobs the task write rec (a whole record, or what
+// a log record writes: recordOf) names under x.
 func blobNames(x *tasks.BlobIndex, id a2a.TaskID, rec []byte) []string {
 	return x.Names(rec, func() (*a2a.Task, error) {
-		snap, err := record.Decode(id, rec)
+		whole, err := recordOf(rec)
+		if err != nil {
+			return nil, err
+		}
+		snap, err := record.Decode(id, whole)
 		if err != nil {
 			return nil, err
 		}
@@ -240,13 +245,23 @@ func purgeTask(tx *bolt.Tx, blobs *tasks.BlobIndex, r tasks.Retention, now time.
 		return nil, nil, fmt.Errorf("%w: owner key", tasks.ErrCorrupt)
 	}
 	ikey := append(bytes.Clone(h.owner), indexSuffix(h.updated, id)...)
-	state, _, _ := bytes.Cut(byOwner.Get(ikey), []byte{0})
+	listed := byOwner.Get(ikey)
+	state, _, _ := bytes.Cut(listed, []byte{0})
 	if !r.Expired(owner.Tenant, a2a.TaskState(state), h.updated, now) {
 		return nil, nil, nil
 	}
-	refs := blobNames(blobs, id, tx.Bucket(bucketTasks).Get(key))
+	rec, err := storedRecord(tx, id, tx.Bucket(bucketTasks).Get(key), wholeTask)
+	if err != nil {
+		return nil, nil, err
+	}
+	refs := blobNames(blobs, id, rec)
+	if listed != nil {
+		if err := indexListed(tx, h.owner, ikey[len(h.owner):], listed, false); err != nil {
+			return nil, nil, err
+		}
+	}
 	prefix := append(bytes.Clone(key), 0)
-	for _, b := range []*bolt.Bucket{tx.Bucket(bucketEvents), tx.Bucket(bucketPush)} {
+	for _, b := range []*bolt.Bucket{tx.Bucket(bucketEvents), tx.Bucket(bucketPush), tx.Bucket(bucketPieces)} {
 		if err := deletePrefix(b, prefix); err != nil {
 			return nil, nil, err
 		}

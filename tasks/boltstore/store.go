@@ -26,13 +26,13 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/handoff-a2a/handoff/internal/a2ajson"
 	"github.com/handoff-a2a/handoff/tasks"
 	"github.com/handoff-a2a/handoff/tasks/internal/record"
 )
 
 var (
-	bucketTasks      = []byte("tasks")      // task id → record.Task (JSON)
+	bucketTasks      = []byte("tasks")      // task id → its head (split.go), or record.Task (JSON) as stores before wrote it
+	bucketPieces     = []byte("pieces")     // task id, 0, kind, index → a piece of the task (split.go)
 	bucketHeads      = []byte("heads")      // task id → version, updated, owner key (binary)
 	bucketEvents     = []byte("events")     // task id, 0, seq of the first → the events of one write (see eventBatchV1)
 	bucketByOwner    = []byte("by_owner")   // owner key, inverted updated, task id → state, 0, context id
@@ -42,6 +42,10 @@ var (
 	bucketFinished   = []byte("finished")   // updated, task id → owner key: finished tasks, oldest first (retention.go)
 	bucketBlobRefs   = []byte("blobrefs")   // blob digest, 0, task id → nothing: the blobs tasks name (tasks.BlobIndex)
 )
+
+// allBuckets are the buckets a store file has.
+var allBuckets = [][]byte{bucketTasks, bucketPieces, bucketHeads, bucketEvents, bucketByOwner, bucketByState, bucketByContext, bucketCounts,
+	bucketUnfinished, bucketPush, bucketMeta, bucketFinished, bucketBlobRefs}
 
 // maxBatch bounds how many writes share one log write and one fsync, and
 // maxApply how many the applier puts in one bbolt transaction.
@@ -185,8 +189,15 @@ func openBoltFile(path string, timeout time.Duration, blobs *tasks.BlobIndex) (d
 		// A store made before retention has no finished index: it is
 		// built from the tasks' heads, once.
 		indexed := tx.Bucket(bucketFinished) != nil
-		for _, b := range [][]byte{bucketTasks, bucketHeads, bucketEvents, bucketByOwner, bucketUnfinished, bucketPush, bucketMeta, bucketFinished, bucketBlobRefs} {
+		// Nor one before list indexes, which are built from by_owner.
+		listed := tx.Bucket(bucketByState) != nil
+		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		if !listed {
+			if err := indexLists(tx); err != nil {
 				return err
 			}
 		}
@@ -473,8 +484,22 @@ func (s *Store) Ping(ctx context.Context) error {
 	}
 }
 
+// syncFreelist writes bbolt's free page list, once, in a last commit: the
+// next open reads it instead of scanning the whole file for free pages
+// (most of an open's time at 10^5 tasks and more). Commits do not write it
+// (NoFreelistSync, see openBoltFile), and the first commit after the open
+// drops it from the meta page, so a crash leaves the scan to the open after.
+func syncFreelist(db *bolt.DB) error {
+	db.NoFreelistSync = false
+	err := db.Update(func(*bolt.Tx) error { return nil }) // bbolt commits the free list and meta page even so
+	if err != nil {
+		return fmt.Errorf("write the free page list: %w", err)
+	}
+	return nil
+}
+
 // Close waits for queued writes to commit and be applied, deletes the log and
-// closes the file.
+// closes the file, with its free page list (syncFreelist).
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -491,6 +516,9 @@ func (s *Store) Close() error {
 	// A broken store keeps its log: it may hold what bbolt lacks, for the
 	// next open to apply.
 	err := s.log.close(broken == nil)
+	if broken == nil && err == nil {
+		err = syncFreelist(s.db)
+	}
 	return errors.Join(broken, err, s.db.Close())
 }
 
@@ -1005,6 +1033,41 @@ func (s *Store) stallOrBreak(batch []*boltWrite, err error, refused bool) {
 // pushRecord is a push config with its delivery state.
 type pushRecord = tasks.PushDelivery
 
+// maxEventValue bounds the values putEvents writes. bbolt rewrites a leaf
+// whole, with its values, whenever a key is added to it: a write of 25,000
+// events in one value of 7 MiB made every later commit to the task's
+// events rewrite megabytes.
+const maxEventValue = 32 << 10
+
+// putEvents stores the events value v of a write whose first event is
+// first, cut in values of about maxEventValue at most, each under the
+// sequence number of its first event.
+func putEvents(b *bolt.Bucket, id a2a.TaskID, first uint64, v []byte) error {
+	if len(v) <= maxEventValue || v[0] != eventBatchV1 {
+		return b.Put(eventKey(id, first), v)
+	}
+	start, seq, n := 1, first, uint64(0) // the value being cut: v[start:end], events from seq, n of them
+	end := 1
+	for end < len(v) {
+		if len(v)-end < 4 {
+			return fmt.Errorf("%w: event batch cut short", tasks.ErrCorrupt)
+		}
+		size := 4 + int(binary.BigEndian.Uint32(v[end:]))
+		if size > len(v)-end {
+			return fmt.Errorf("%w: event batch cut short", tasks.ErrCorrupt)
+		}
+		if n > 0 && end-start+size > maxEventValue {
+			if err := b.Put(eventKey(id, seq), append([]byte{eventBatchV1}, v[start:end]...)); err != nil {
+				return err
+			}
+			start, seq, n = end, seq+n, 0
+		}
+		end += size
+		n++
+	}
+	return b.Put(eventKey(id, seq), append([]byte{eventBatchV1}, v[start:end]...))
+}
+
 func eventKey(id a2a.TaskID, seq uint64) []byte {
 	b := make([]byte, 0, len(id)+9)
 	b = append(b, id...)
@@ -1041,7 +1104,9 @@ func encodeHead(version uint64, updated time.Time, owner []byte) []byte {
 	return append(b, owner...)
 }
 
-// Append implements [tasks.Store].
+// Append implements [tasks.Store]. The log record, and bbolt, get only
+// what the events add to the task (recordCodec.delta) when the codec
+// remembers the version they follow; the task whole otherwise.
 func (s *Store) Append(ctx context.Context, next *tasks.Snapshot, events []a2a.Event) error {
 	if next == nil || next.Task == nil || next.Task.ID == "" {
 		return fmt.Errorf("append: snapshot without a task id")
@@ -1049,19 +1114,34 @@ func (s *Store) Append(ctx context.Context, next *tasks.Snapshot, events []a2a.E
 	id := next.Task.ID
 	a := &walAppend{id: id, version: next.Version, events: uint64(len(events)), updated: next.Updated.UnixNano(),
 		unfinished: tasks.IsUnfinished(next.Task.Status.State), owner: record.OwnerKey(next.Owner),
-		index: append(append([]byte(next.Task.Status.State), 0), next.Task.ContextID...)}
-	var known []a2ajson.Encoded[a2a.Artifact]
+		index: append(append([]byte(next.Task.Status.State), 0), next.Task.ContextID...),
+		// A copy: the writer's snapshot carries Apply's spare capacity,
+		// which only its own successor may use.
+		snap: &tasks.Snapshot{Task: next.Task, Owner: next.Owner, Version: next.Version, Updated: next.Updated}}
 	var err error
 	if len(events) > 0 {
-		if a.encoded, known, err = encodeEvents(events); err != nil {
+		if a.encoded, err = encodeEvents(events); err != nil {
 			return fmt.Errorf("append to task %s: encode event: %w", id, err)
 		}
 	}
-	if a.rec, err = s.codec.encode(next, known); err != nil {
+	d, mem, err := s.codec.delta(next, events)
+	if err != nil {
 		return fmt.Errorf("append to task %s: encode snapshot: %w", id, err)
 	}
-	a.refs = blobNames(s.blobs, id, a.rec)
-	if err := s.update(ctx, &boltWrite{app: a}); err != nil {
+	a.rec = d.encode()
+	a.refs = s.blobs.Names(a.rec, func() (*a2a.Task, error) {
+		snap, err := record.Decode(id, deltaRecord(d))
+		if err != nil {
+			return nil, err
+		}
+		return snap.Task, nil
+	})
+	err = s.update(ctx, &boltWrite{app: a})
+	if err != nil {
+		mem = nil
+	}
+	s.codec.remember(id, mem, a.unfinished)
+	if err != nil {
 		return fmt.Errorf("append to task %s: %w", id, err)
 	}
 	return nil
@@ -1071,11 +1151,11 @@ func (s *Store) Append(ctx context.Context, next *tasks.Snapshot, events []a2a.E
 // events. It refuses an append that does not follow the stored version.
 func applyAppend(tx *bolt.Tx, a *walAppend) error {
 	id := []byte(a.id)
-	heads, taskb, events := tx.Bucket(bucketHeads), tx.Bucket(bucketTasks), tx.Bucket(bucketEvents)
+	heads, events := tx.Bucket(bucketHeads), tx.Bucket(bucketEvents)
 	// Task ids are time-ordered (newTaskID), so these take new keys at
 	// their end: pages split full instead of half full, and bbolt writes
 	// and keeps fewer of them.
-	heads.FillPercent, taskb.FillPercent, events.FillPercent = 0.9, 0.9, 0.9
+	heads.FillPercent, events.FillPercent = 0.9, 0.9
 	finished := tx.Bucket(bucketFinished) // nil in a store recovered before it had one: Open builds it
 	var prev uint64
 	if hb := heads.Get(id); hb != nil {
@@ -1087,7 +1167,13 @@ func applyAppend(tx *bolt.Tx, a *walAppend) error {
 			return tasks.ErrNotFound
 		}
 		prev = h.version
-		if err := tx.Bucket(bucketByOwner).Delete(append(bytes.Clone(a.owner), indexSuffix(h.updated, a.id)...)); err != nil {
+		key := append(bytes.Clone(a.owner), indexSuffix(h.updated, a.id)...)
+		if old := tx.Bucket(bucketByOwner).Get(key); old != nil {
+			if err := indexListed(tx, a.owner, key[len(a.owner):], old, false); err != nil {
+				return err
+			}
+		}
+		if err := tx.Bucket(bucketByOwner).Delete(key); err != nil {
 			return err
 		}
 		if finished != nil {
@@ -1100,18 +1186,22 @@ func applyAppend(tx *bolt.Tx, a *walAppend) error {
 		return tasks.ErrConflict
 	}
 	if a.events > 0 {
-		if err := events.Put(eventKey(a.id, prev+1), a.encoded); err != nil {
+		if err := putEvents(events, a.id, prev+1, a.encoded); err != nil {
 			return err
 		}
 	}
-	if err := taskb.Put(id, a.rec); err != nil {
+	if err := writeTask(tx, a.id, a.seq, a.rec); err != nil {
 		return err
 	}
 	updated := time.Unix(0, a.updated)
 	if err := heads.Put(id, encodeHead(a.version, updated, a.owner)); err != nil {
 		return err
 	}
-	if err := tx.Bucket(bucketByOwner).Put(append(bytes.Clone(a.owner), indexSuffix(updated, a.id)...), a.index); err != nil {
+	suffix := indexSuffix(updated, a.id)
+	if err := tx.Bucket(bucketByOwner).Put(append(bytes.Clone(a.owner), suffix...), a.index); err != nil {
+		return err
+	}
+	if err := indexListed(tx, a.owner, suffix, a.index, true); err != nil {
 		return err
 	}
 	if err := indexRetained(tx, finished, a, updated); err != nil {
@@ -1162,7 +1252,7 @@ func (s *Store) view(fn func(*bolt.Tx) error) error {
 
 // Get implements [tasks.Store].
 func (s *Store) Get(_ context.Context, owner tasks.Owner, id a2a.TaskID) (*tasks.Snapshot, error) {
-	snap, err := s.load(id)
+	snap, err := s.load(id, wholeTask)
 	if err == nil && snap.Owner != owner {
 		err = tasks.ErrNotFound
 	}
@@ -1174,18 +1264,18 @@ func (s *Store) Get(_ context.Context, owner tasks.Owner, id a2a.TaskID) (*tasks
 
 // OwnerOf implements [tasks.Store].
 func (s *Store) OwnerOf(_ context.Context, id a2a.TaskID) (tasks.Owner, error) {
-	snap, err := s.load(id)
+	snap, err := s.load(id, readShape{})
 	if err != nil {
 		return tasks.Owner{}, fmt.Errorf("owner of task %s: %w", id, err)
 	}
 	return snap.Owner, nil
 }
 
-// load reads a task's snapshot whoever owns it.
-func (s *Store) load(id a2a.TaskID) (*tasks.Snapshot, error) {
+// load reads a task's snapshot whoever owns it, with what shape asks for.
+func (s *Store) load(id a2a.TaskID, shape readShape) (*tasks.Snapshot, error) {
 	// A task with appends bbolt has not applied yet reads from its latest
-	// record in the log, without waiting for the applier; any other has its
-	// latest version in bbolt.
+	// append, without waiting for the applier; any other has its latest
+	// version in bbolt.
 	s.amu.Lock()
 	h, pending := s.heads[id]
 	broken := s.broken
@@ -1194,19 +1284,78 @@ func (s *Store) load(id a2a.TaskID) (*tasks.Snapshot, error) {
 		return nil, broken
 	}
 	if pending {
-		return s.reads.decode(id, h.app.rec)
+		return shaped(h.app.snap, shape), nil
 	}
 	var snap *tasks.Snapshot
 	err := s.readBolt(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketTasks).Get([]byte(id))
-		if b == nil {
+		v := tx.Bucket(bucketTasks).Get([]byte(id))
+		if v == nil {
 			return tasks.ErrNotFound
 		}
 		var err error
-		snap, err = s.reads.decode(id, b)
+		if shape != wholeTask {
+			snap, err = readTask(tx, id, v, shape)
+			return err
+		}
+		snap, err = s.reads.decode(id, v, func() (*tasks.Snapshot, int, error) {
+			rec, chunks, err := storedRecordChunks(tx, id, v, wholeTask)
+			if err != nil {
+				return nil, 0, err
+			}
+			snap, err := record.Decode(id, rec)
+			if err == nil && chunks != nil {
+				s.codec.recall(snap, chunks)
+			}
+			return snap, len(rec), err
+		})
 		return err
 	})
 	return snap, err
+}
+
+// readTask decodes task id, whose bucketTasks value is v, with what shape
+// asks for.
+func readTask(tx *bolt.Tx, id a2a.TaskID, v []byte, shape readShape) (*tasks.Snapshot, error) {
+	rec, err := storedRecord(tx, id, v, shape)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := record.Decode(id, rec)
+	if err != nil {
+		return nil, err
+	}
+	return shaped(snap, shape), nil // a task stored whole is read whole
+}
+
+// shaped returns snap with no more than shape asks for; snap when that is
+// all of it.
+func shaped(snap *tasks.Snapshot, shape readShape) *tasks.Snapshot {
+	t := snap.Task
+	cut := shape.hist >= 0 && len(t.History) > shape.hist
+	if !cut && (!shape.noArts || len(t.Artifacts) == 0) {
+		return snap
+	}
+	c := *t
+	if cut {
+		c.History = t.History[len(t.History)-shape.hist:]
+	}
+	if shape.noArts {
+		c.Artifacts = nil
+	}
+	return &tasks.Snapshot{Task: &c, Owner: snap.Owner, Version: snap.Version, Updated: snap.Updated}
+}
+
+// GetRecent implements [tasks.HistoryReader]: it reads only the newest
+// historyLength entries of the task's history.
+func (s *Store) GetRecent(_ context.Context, owner tasks.Owner, id a2a.TaskID, historyLength int) (*tasks.Snapshot, error) {
+	snap, err := s.load(id, readShape{hist: max(historyLength, 0)})
+	if err == nil && snap.Owner != owner {
+		err = tasks.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get task %s: %w", id, err)
+	}
+	return snap, nil
 }
 
 // Events implements [tasks.Store].
@@ -1253,9 +1402,28 @@ func (s *Store) Events(_ context.Context, owner tasks.Owner, id a2a.TaskID, afte
 	return out, nil
 }
 
-// List implements [tasks.Store].
+// List implements [tasks.Store]. A page by state or by context walks that
+// index (listindex.go) from the page's start, and its total is a stored
+// count; with UpdatedAfter, or both a state and a context, the total is
+// counted over the matches, newest first, stopping at the first too old.
 func (s *Store) List(_ context.Context, q tasks.ListQuery) (*tasks.ListPage, error) {
-	prefix := record.OwnerKey(q.Owner)
+	owner := record.OwnerKey(q.Owner)
+	bucket, prefix, counted := bucketByOwner, owner, countKey(owner, countOwner, nil)
+	state := []byte(q.State)
+	filterState := false // by context, the entry's value is its state
+	switch {
+	case q.ContextID != "":
+		bucket, prefix = bucketByContext, contextPrefix(owner, []byte(q.ContextID))
+		counted = countKey(owner, countContext, []byte(q.ContextID))
+		if q.State != "" {
+			filterState, counted = true, nil
+		}
+	case q.State != "":
+		bucket, prefix, counted = bucketByState, statePrefix(owner, state), countKey(owner, countState, state)
+	}
+	if q.UpdatedAfter != nil {
+		counted = nil
+	}
 	start := prefix
 	if q.PageToken != "" {
 		tok, err := base64.RawURLEncoding.DecodeString(q.PageToken)
@@ -1268,43 +1436,56 @@ func (s *Store) List(_ context.Context, q tasks.ListQuery) (*tasks.ListPage, err
 	if pageSize <= 0 {
 		pageSize = 50
 	}
+	shape := readShape{hist: -1, noArts: q.SkipArtifacts}
+	if q.HistoryLength != nil {
+		shape.hist = max(*q.HistoryLength, 0)
+	}
 	page := &tasks.ListPage{}
 	err := s.view(func(tx *bolt.Tx) error {
+		seek := prefix
+		if counted != nil {
+			var err error
+			if page.TotalSize, err = readCount(tx.Bucket(bucketCounts), counted); err != nil {
+				return err
+			}
+			seek = start // nothing before the page to count
+		}
 		taskb := tx.Bucket(bucketTasks)
-		c := tx.Bucket(bucketByOwner).Cursor()
+		c := tx.Bucket(bucket).Cursor()
 		var last []byte
 		full := false
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		for k, v := c.Seek(seek); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			suffix := k[len(prefix):]
 			if len(suffix) < 9 {
 				continue
 			}
-			state, ctxID, _ := bytes.Cut(v, []byte{0})
-			if q.State != "" && string(state) != string(q.State) {
-				continue
-			}
-			if q.ContextID != "" && string(ctxID) != q.ContextID {
+			if filterState && !bytes.Equal(v, state) {
 				continue
 			}
 			if q.UpdatedAfter != nil {
 				updated := int64(math.MaxUint64 - binary.BigEndian.Uint64(suffix))
 				if updated <= q.UpdatedAfter.UnixNano() {
-					continue
+					break // newest first: the rest are older still
 				}
 			}
-			page.TotalSize++
+			if counted == nil {
+				page.TotalSize++
+			}
 			if bytes.Compare(k, start) < 0 {
 				continue
 			}
 			if len(page.Tasks) == pageSize {
 				page.NextPageToken = base64.RawURLEncoding.EncodeToString(last)
+				if counted != nil {
+					break
+				}
 				full = true
 			}
 			if full {
 				continue // keep counting TotalSize
 			}
 			id := a2a.TaskID(suffix[8:])
-			snap, err := record.Decode(id, taskb.Get([]byte(id)))
+			snap, err := readTask(tx, id, taskb.Get([]byte(id)), shape)
 			if err != nil {
 				return err
 			}
@@ -1329,7 +1510,7 @@ func (s *Store) Unfinished(_ context.Context) ([]*tasks.Snapshot, error) {
 			if b == nil {
 				return nil
 			}
-			snap, err := record.Decode(a2a.TaskID(k), b)
+			snap, err := readTask(tx, a2a.TaskID(k), b, wholeTask)
 			if err != nil {
 				return err
 			}

@@ -142,6 +142,9 @@ type walAppend struct {
 	// refs are the blobs rec names (tasks.BlobIndex): not logged, but
 	// read from rec again on replay.
 	refs []string
+	// snap is the snapshot the append stores, which reads of the task use
+	// until bbolt has it: not logged (rec may hold only what it adds).
+	snap *tasks.Snapshot
 }
 
 // newSegmentHeader returns a segment header with a fresh salt, and the CRC

@@ -361,14 +361,16 @@ func TestOpenReplaysLog(t *testing.T) {
 	// lacks.
 	codec := newRecordCodec()
 	record := func(seq uint64, snap *tasks.Snapshot, ev a2a.Event) *walAppend {
-		enc, known, err := encodeEvents([]a2a.Event{ev})
+		enc, err := encodeEvents([]a2a.Event{ev})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec, err := codec.encode(snap, known)
+		d, mem, err := codec.delta(snap, []a2a.Event{ev})
 		if err != nil {
 			t.Fatal(err)
 		}
+		codec.remember(snap.Task.ID, mem, true)
+		rec := d.encode()
 		return &walAppend{seq: seq, group: seq, id: snap.Task.ID, version: snap.Version, events: 1, updated: snap.Updated.UnixNano(),
 			unfinished: tasks.IsUnfinished(snap.Task.Status.State), owner: record.OwnerKey(snap.Owner),
 			index: append(append([]byte(snap.Task.Status.State), 0), snap.Task.ContextID...), encoded: enc, rec: rec}
