@@ -28,6 +28,7 @@ type Collector struct {
 	whole map[a2a.ArtifactID]string // digest of each artifact assembled whole
 	order []a2a.ArtifactID          // first-finished order of whole, for stable errors
 	seen  map[a2a.ArtifactID]bool   // ids seen only in part: the final task decides
+	kept  map[*a2a.Artifact]string  // digest of each final artifact Keep stored, for Check
 }
 
 // NewCollector returns a Collector that keeps finished artifacts in store.
@@ -121,6 +122,27 @@ func (c *Collector) Finish(ctx context.Context) error {
 	return nil
 }
 
+// Keep stores the peer's final artifacts and returns the digest of each,
+// in order ("" for a nil one). [Collector.Check] then holds the stream to
+// these digests without hashing the artifacts again.
+func (c *Collector) Keep(ctx context.Context, final []*a2a.Artifact) ([]string, error) {
+	out := make([]string, len(final))
+	if c.kept == nil {
+		c.kept = make(map[*a2a.Artifact]string, len(final))
+	}
+	for i, a := range final {
+		if a == nil {
+			continue
+		}
+		d, err := c.store.Put(ctx, a)
+		if err != nil {
+			return nil, fmt.Errorf("keep artifact %s: %w", a.ID, err)
+		}
+		out[i], c.kept[a] = d, d
+	}
+	return out, nil
+}
+
 // Check holds the stream to the peer's final artifacts: every artifact
 // assembled whole must be there, under the same id, with the same digest.
 // Otherwise it returns [ErrMismatch] naming the first that is not. Final
@@ -139,9 +161,12 @@ func (c *Collector) Check(final []*a2a.Artifact) error {
 		if !ok {
 			return fmt.Errorf("artifact %s (streamed as %s) is not in the final task: %w", id, want, ErrMismatch)
 		}
-		got, err := Digest(a)
-		if err != nil {
-			return fmt.Errorf("artifact %s of the final task: %w", id, err)
+		got, ok := c.kept[a]
+		if !ok {
+			var err error
+			if got, err = Digest(a); err != nil {
+				return fmt.Errorf("artifact %s of the final task: %w", id, err)
+			}
 		}
 		if got != want {
 			return fmt.Errorf("artifact %s streamed as %s, final task has %s: %w", id, want, got, ErrMismatch)
