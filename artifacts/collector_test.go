@@ -2,6 +2,9 @@ package artifacts_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -141,5 +144,69 @@ func TestCollectorKeepTooLarge(t *testing.T) {
 	if _, err := c.Keep(t.Context(), []*a2a.Artifact{finalArt("a1", "ok"), finalArt("a2", "too long")}); !errors.Is(err, artifacts.ErrTooLarge) ||
 		!strings.Contains(err.Error(), "a2") {
 		t.Fatalf("Keep = %v, want ErrTooLarge naming a2", err)
+	}
+}
+
+// A large artifact streamed in chunks is written and hashed as the chunks
+// arrive: the Collector's live heap does not grow with it (it held every
+// chunk's parts until the last), its digest is the assembled artifact's,
+// and nothing is left in the store's temp directory.
+func TestCollectorSpoolsLargeArtifacts(t *testing.T) {
+	dir := t.TempDir()
+	store, err := artifacts.NewStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const chunkSize, chunks = 1 << 20, 8
+	content := func(i int) []byte {
+		b := make([]byte, chunkSize)
+		for j := range b {
+			b[j] = byte((i*chunkSize + j) * 7 % 251)
+		}
+		return b
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	c := artifacts.NewCollector(store)
+	before := heap()
+	for i := range chunks - 1 {
+		if err := c.Add(t.Context(), chunk("big", i > 0, false, a2a.NewRawPart(content(i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if grown := int64(heap()) - int64(before); grown > 2<<20 {
+		t.Errorf("the live heap grew %d bytes over %d MiB streamed, want under 2 MiB", grown, chunks-1)
+	}
+	if err := c.Add(t.Context(), chunk("big", true, true, a2a.NewRawPart(content(chunks-1)))); err != nil {
+		t.Fatal(err)
+	}
+	whole := &a2a.Artifact{ID: "big"}
+	for i := range chunks {
+		whole.Parts = append(whole.Parts, a2a.NewRawPart(content(i)))
+	}
+	if err := c.Check([]*a2a.Artifact{whole}); err != nil {
+		t.Fatalf("Check of the assembled artifact: %v", err)
+	}
+	d, err := artifacts.Digest(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := store.Get(t.Context(), d); err != nil || len(got.Parts) != chunks {
+		t.Fatalf("Get(%s) = %v parts, %v", d, got, err)
+	}
+	// Given up half way, a spooled artifact leaves no temp file.
+	c = artifacts.NewCollector(store)
+	for i := range 3 {
+		if err := c.Add(t.Context(), chunk("other", i > 0, false, a2a.NewRawPart(content(i+1)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	if tmp, err := os.ReadDir(filepath.Join(dir, "tmp")); err != nil || len(tmp) != 0 {
+		t.Fatalf("temp files left: %v %v", tmp, err)
 	}
 }

@@ -270,6 +270,7 @@ func (s *Delegate) delegate(ctx context.Context, ec *a2asrv.ExecutorContext, pee
 	// The peer's artifacts are assembled and stored as they stream; they
 	// reach our caller only at commit, from the final task they agree with.
 	collect := artifacts.NewCollector(s.out.Artifacts)
+	defer collect.Close() // a stream given up leaves no spooled temp file
 	var collectErr error
 	progress := func(ev a2a.Event) {
 		if stopped {
