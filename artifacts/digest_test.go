@@ -105,3 +105,49 @@ func TestDigestInvalid(t *testing.T) {
 		})
 	}
 }
+
+// Large raw parts are base64-encoded straight into the hash and the file;
+// their digest must still be gowebpki/jcs's over the whole JSON, whatever
+// the part's length (each remainder mod 3), metadata (holding the strings
+// the encoder looks for among others), filename and media type.
+func TestDigestOfLargeRawSameAsTransform(t *testing.T) {
+	raw := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i * 13 % 256)
+		}
+		return b
+	}
+	plain := a2a.NewRawPart(raw(4 << 10))
+	named := a2a.NewRawPart(raw(5<<10 + 1))
+	named.Filename, named.MediaType = "AAAA.bin", "application/////"
+	tricky := a2a.NewRawPart(raw(1<<20 + 2))
+	tricky.Metadata = map[string]any{"raw": "AAAA", "x": "////", "nested": map[string]any{"raw": "\"AAAA\""}, "é": 1e21}
+	for name, parts := range map[string]a2a.ContentParts{
+		"plain":        {plain},
+		"named":        {named},
+		"metadata":     {tricky},
+		"among others": {a2a.NewTextPart("head"), plain, named, a2a.NewDataPart(map[string]any{"raw": "AAAA"}), tricky},
+		"small":        {a2a.NewRawPart(raw(10)), a2a.NewRawPart([]byte{})},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, err := json.Marshal(parts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := gojcs.Transform(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256(c)
+			want := "sha256:" + hex.EncodeToString(sum[:])
+			got, err := artifacts.Digest(&a2a.Artifact{ID: "a", Parts: parts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("Digest = %s, want %s", got, want)
+			}
+		})
+	}
+}

@@ -13,7 +13,9 @@
 // to the same Store as a streamed blob ([Store.PutRaw], [Store.OpenRaw]).
 //
 // A [Collector] does all of this for one peer task as its stream arrives,
-// and at the end holds the stream to the peer's final task: the final task
+// without holding the artifacts: it writes and hashes each one's canonical
+// JSON chunk by chunk, a large one into a temp file of the Store, and at
+// the end holds the stream to the peer's final task: the final task
 // counts (after a restart it is all there is), and an artifact streamed
 // whole that it contradicts is [ErrMismatch].
 //

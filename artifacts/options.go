@@ -18,7 +18,7 @@ type config struct {
 // WithMaxBytes sets the size limit. The default is 16 MiB; a limit of zero
 // or less keeps the default, so a missing config value never means "no
 // limit". An [Assembler] counts the content of all the artifacts it holds
-// unfinished, a [Store] the canonical JSON of one artifact, and
+// unfinished, a [Store] the content of one artifact ([ContentSize]), and
 // [Store.PutRaw] uses it when called without its own limit.
 func WithMaxBytes(n int64) Option {
 	return optionFunc(func(c *config) {

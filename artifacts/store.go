@@ -1,6 +1,7 @@
 package artifacts
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -38,7 +39,7 @@ type Store struct {
 }
 
 // NewStore opens (creating it if needed) a Store in dir. [WithMaxBytes]
-// bounds an artifact's canonical JSON, 16 MiB by default.
+// bounds an artifact's content (see [ContentSize]), 16 MiB by default.
 func NewStore(dir string, opts ...Option) (*Store, error) {
 	c := newConfig(opts)
 	for _, d := range []string{artifactsTree, rawTree, tmpDir} {
@@ -49,33 +50,56 @@ func NewStore(dir string, opts ...Option) (*Store, error) {
 	return &Store{dir: dir, max: c.maxBytes}, nil
 }
 
-// Put stores the canonical JSON of a's parts and returns its [Digest]. It is
-// idempotent: the same content is written once. Content over the limit is
-// refused with [ErrTooLarge], an artifact without a digest with
+// ContentSize is what the size limit counts of an artifact: the bytes of
+// its raw parts, the length of its text and URL parts, and the JSON of
+// its data parts; not the base64 and escapes of its canonical JSON, so a
+// 16 MiB file is a 16 MiB artifact. A part that cannot be hashed is
 // [ErrInvalidArtifact].
+func ContentSize(a *a2a.Artifact) (int64, error) {
+	if a == nil || len(a.Parts) == 0 {
+		return 0, fmt.Errorf("%w: no parts", ErrInvalidArtifact)
+	}
+	return partsSize(a.Parts)
+}
+
+// Put stores the canonical JSON of a's parts and returns its [Digest]. It is
+// idempotent: the same content is written once. Content over the limit
+// ([ContentSize]) is refused with [ErrTooLarge], an artifact without a
+// digest with [ErrInvalidArtifact]. The canonical JSON is streamed, never
+// held whole: one pass hashes it, and a second writes it when the Store
+// does not hold it yet.
 func (s *Store) Put(ctx context.Context, a *a2a.Artifact) (digest string, err error) {
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("put artifact: %w", err)
 	}
-	b, err := canonicalParts(a)
+	size, err := ContentSize(a)
 	if err != nil {
 		return "", fmt.Errorf("put artifact: %w", err)
 	}
-	if int64(len(b)) > s.max {
-		return "", fmt.Errorf("put artifact: %d bytes, limit %d: %w", len(b), s.max, ErrTooLarge)
+	if size > s.max {
+		return "", fmt.Errorf("put artifact: %d bytes of content, limit %d: %w", size, s.max, ErrTooLarge)
 	}
-	digest = digestOf(b)
+	h := sha256.New()
+	n, err := writeCanonical(h, a)
+	if err != nil {
+		return "", fmt.Errorf("put artifact: %w", err)
+	}
+	digest = digestPrefix + hex.EncodeToString(h.Sum(nil))
 	final := s.path(artifactsTree, digest[len(digestPrefix):])
 	// A file of the right size is the same content: a blob is only ever
 	// renamed into place whole. A wrong size (a damaged file) is rewritten.
-	if fi, err := os.Stat(final); err == nil && fi.Size() == int64(len(b)) {
+	if fi, err := os.Stat(final); err == nil && fi.Size() == n {
 		return digest, nil
 	}
 	f, err := s.createTemp()
 	if err != nil {
 		return "", fmt.Errorf("put artifact %s: %w", digest, err)
 	}
-	if _, err := f.Write(b); err != nil {
+	bw := bufio.NewWriterSize(f, 64<<10)
+	if _, err := writeCanonical(bw, a); err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
 		discard(f)
 		return "", fmt.Errorf("put artifact %s: %w", digest, err)
 	}
@@ -84,6 +108,11 @@ func (s *Store) Put(ctx context.Context, a *a2a.Artifact) (digest string, err er
 	}
 	return digest, nil
 }
+
+// maxCanonical bounds the stored canonical JSON of content within limit:
+// JSON escapes make a text byte at most 6 ("\u001f"), base64 a raw byte
+// 4/3, and part metadata is not counted in the content.
+func maxCanonical(limit int64) int64 { return 6*limit + 1<<20 }
 
 // Get reads the artifact stored under digest. The result holds only the
 // parts: the digest names content, and the id and name belong to the task
@@ -106,12 +135,13 @@ func (s *Store) Get(ctx context.Context, digest string) (*a2a.Artifact, error) {
 		return nil, fmt.Errorf("get artifact %s: %w", digest, err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, s.max+1))
+	limit := maxCanonical(s.max)
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("get artifact %s: %w", digest, err)
 	}
-	if int64(len(b)) > s.max {
-		return nil, fmt.Errorf("get artifact %s: over %d bytes: %w", digest, s.max, ErrTooLarge)
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("get artifact %s: over %d bytes: %w", digest, limit, ErrTooLarge)
 	}
 	if digestOf(b) != digest {
 		return nil, fmt.Errorf("get artifact %s: %w", digest, ErrCorrupt)
@@ -121,7 +151,11 @@ func (s *Store) Get(ctx context.Context, digest string) (*a2a.Artifact, error) {
 		// The hash matches, so Put did not write this: someone placed it.
 		return nil, fmt.Errorf("get artifact %s: %w: %v", digest, ErrCorrupt, err)
 	}
-	return &a2a.Artifact{Parts: parts}, nil
+	a := &a2a.Artifact{Parts: parts}
+	if n, err := ContentSize(a); err == nil && n > s.max {
+		return nil, fmt.Errorf("get artifact %s: %d bytes of content, limit %d: %w", digest, n, s.max, ErrTooLarge)
+	}
+	return a, nil
 }
 
 // PutRaw streams r into a raw blob, hashing while it writes, and returns the

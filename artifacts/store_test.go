@@ -9,8 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/handoff-a2a/handoff/artifacts"
 )
@@ -132,6 +135,53 @@ func TestStoreTooLarge(t *testing.T) {
 	}
 	if files := blobFiles(t, dir); len(files) != 0 {
 		t.Errorf("files left: %v", files)
+	}
+}
+
+// The limit counts content, not canonical JSON: a raw part of exactly the
+// limit is kept (its base64 and framing make its JSON a third larger, and
+// Get reads it back), one byte more is refused.
+func TestStoreLimitCountsContent(t *testing.T) {
+	const limit = 3000
+	s, dir := newStore(t, artifacts.WithMaxBytes(limit))
+	at := &a2a.Artifact{ID: "a", Parts: a2a.ContentParts{a2a.NewRawPart(bytes.Repeat([]byte{0xfe}, limit))}}
+	d, err := s.Put(t.Context(), at)
+	if err != nil {
+		t.Fatalf("Put of %d raw bytes, limit %d: %v", limit, limit, err)
+	}
+	if back, err := s.Get(t.Context(), d); err != nil || !bytes.Equal(back.Parts[0].Raw(), at.Parts[0].Raw()) {
+		t.Fatalf("Get: %v", err)
+	}
+	over := &a2a.Artifact{ID: "b", Parts: a2a.ContentParts{a2a.NewRawPart(bytes.Repeat([]byte{0xfe}, limit+1))}}
+	if _, err := s.Put(t.Context(), over); !errors.Is(err, artifacts.ErrTooLarge) || !strings.Contains(err.Error(), "limit 3000") {
+		t.Fatalf("Put of %d raw bytes: err = %v, want ErrTooLarge naming the limit", limit+1, err)
+	}
+	if files := blobFiles(t, dir); len(files) != 1 {
+		t.Errorf("files: %v, want the one artifact", files)
+	}
+}
+
+// Put streams the canonical JSON: storing an 8 MiB raw artifact (11 MiB
+// of JSON) allocates a small fraction of it, where encoding it whole
+// allocated several copies.
+func TestStorePutStreams(t *testing.T) {
+	s, _ := newStore(t)
+	raw := make([]byte, 8<<20)
+	for i := range raw {
+		raw[i] = byte(i * 7 % 251)
+	}
+	a := &a2a.Artifact{ID: "a", Parts: a2a.ContentParts{a2a.NewRawPart(raw)}}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := s.Put(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := artifacts.Digest(a); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("Put and Digest of 8 MiB allocated %d bytes, want under 1 MiB", got)
 	}
 }
 

@@ -270,6 +270,7 @@ func (s *Delegate) delegate(ctx context.Context, ec *a2asrv.ExecutorContext, pee
 	// The peer's artifacts are assembled and stored as they stream; they
 	// reach our caller only at commit, from the final task they agree with.
 	collect := artifacts.NewCollector(s.out.Artifacts)
+	defer collect.Close() // a stream given up leaves no spooled temp file
 	var collectErr error
 	progress := func(ev a2a.Event) {
 		if stopped {
@@ -322,7 +323,7 @@ func (s *Delegate) delegate(ctx context.Context, ec *a2asrv.ExecutorContext, pee
 	if collectErr == nil {
 		collectErr = collect.Finish(ctx)
 	}
-	digests, err := s.keep(ctx, final.Artifacts)
+	digests, err := keep(ctx, collect, final.Artifacts)
 	if err == nil {
 		err = collectErr
 	}
@@ -535,19 +536,20 @@ func (s *Delegate) present(ctx context.Context, ec *a2asrv.ExecutorContext, arts
 
 // keep stores the peer's final artifacts, whole (the peer's GetTask has
 // assembled their chunks), content-addressed and bounded in size, and
-// returns the digest of each named one.
-func (s *Delegate) keep(ctx context.Context, arts []*a2a.Artifact) (map[string]string, error) {
+// returns the digest of each named one. The collector hashes each once,
+// for the store, the gate and its own check of the stream.
+func keep(ctx context.Context, collect *artifacts.Collector, arts []*a2a.Artifact) (map[string]string, error) {
+	kept, err := collect.Keep(ctx, arts)
+	if err != nil {
+		return nil, err
+	}
 	digests := make(map[string]string, len(arts))
-	for _, a := range arts {
+	for i, a := range arts {
 		if a == nil {
 			continue
 		}
-		d, err := s.out.Artifacts.Put(ctx, a)
-		if err != nil {
-			return nil, fmt.Errorf("artifact %q: %w", a.Name, err)
-		}
 		if _, seen := digests[a.Name]; a.Name != "" && !seen { // the gate reads the first of a name
-			digests[a.Name] = d
+			digests[a.Name] = kept[i]
 		}
 	}
 	return digests, nil
