@@ -176,6 +176,16 @@ func eventsPoint(ctx context.Context, opts ScaleOptions, dir, kind string, n int
 		return err
 	}
 	closed = false
+	// Finished first: an engine holds an unfinished task in memory, and
+	// GetTask would not read the store at all.
+	done := a2a.NewStatusUpdateEvent(task, a2a.TaskStateCompleted, nil)
+	if snap, err = tasks.Apply(snap, done, time.Now()); err != nil {
+		return err
+	}
+	snap.Owner = anonymous
+	if err := st.Append(ctx, snap, []a2a.Event{done}); err != nil {
+		return err
+	}
 	e, err := tasks.NewEngine(ctx, st, idleExec{}, tasks.WithLogger(quietLog))
 	if err != nil {
 		return err
