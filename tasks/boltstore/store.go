@@ -325,8 +325,12 @@ func checkBoltFile(path string) error {
 	if m.root >= m.pgid || m.freelist != boltNoFreelist && m.freelist >= m.pgid {
 		return damaged("its meta page (transaction %d) points past its last page", m.txid)
 	}
-	if err := checkBoltPages(f, m); err != nil {
-		return damaged("%v", err)
+	var pages error
+	if err := guardFaults(path, func() error { pages = checkBoltPages(f, m); return nil }); err != nil {
+		return err // a fault reading the mapped file
+	}
+	if pages != nil {
+		return damaged("%v", pages)
 	}
 	return nil
 }
