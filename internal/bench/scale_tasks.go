@@ -186,7 +186,9 @@ func tasksPoint(ctx context.Context, opts ScaleOptions, path string, st **boltst
 		metric string
 		req    func() *a2a.ListTasksRequest
 	}{
-		{"list_state_us", func() *a2a.ListTasksRequest { return &a2a.ListTasksRequest{Status: a2a.TaskStateFailed, PageSize: 50} }},
+		// A page of 10: the smallest size has 10 failed tasks, so every
+		// size lists a full page and the ratio compares like with like.
+		{"list_state_us", func() *a2a.ListTasksRequest { return &a2a.ListTasksRequest{Status: a2a.TaskStateFailed, PageSize: 10} }},
 		{"list_context_us", func() *a2a.ListTasksRequest {
 			i++
 			return &a2a.ListTasksRequest{ContextID: "ctx-" + strconv.Itoa(i%max(1, p.Size/contextSize)), PageSize: 50}
