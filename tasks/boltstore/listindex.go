@@ -69,6 +69,25 @@ func addCount(b *bolt.Bucket, key []byte, d int) error {
 // store that has not built the indexes yet (recovered before it had them:
 // Open builds them).
 func indexListed(tx *bolt.Tx, owner, suffix, value []byte, add bool) error {
+	return indexEntries(tx, owner, suffix, value, add, nil)
+}
+
+// indexMoved moves a task's list index entries from (oldSuffix, oldValue)
+// to (suffix, value), as an append that changes its status does: only the
+// counts that differ are written (its state's, rarely its context's), where
+// a removal and an addition would read and write all six, which made the
+// list indexes most of the commit's work on blocking sends.
+func indexMoved(tx *bolt.Tx, owner, oldSuffix, oldValue, suffix, value []byte) error {
+	if err := indexEntries(tx, owner, oldSuffix, oldValue, false, value); err != nil {
+		return err
+	}
+	return indexEntries(tx, owner, suffix, value, true, oldValue)
+}
+
+// indexEntries adds (add) or removes the list index entries of a task and
+// its counts; a count it shares with other (the value the task has after a
+// removal, or had before an addition) is left as it is.
+func indexEntries(tx *bolt.Tx, owner, suffix, value []byte, add bool, other []byte) error {
 	byState, byContext, counts := tx.Bucket(bucketByState), tx.Bucket(bucketByContext), tx.Bucket(bucketCounts)
 	if byState == nil || byContext == nil || counts == nil {
 		return nil
@@ -94,7 +113,21 @@ func indexListed(tx *bolt.Tx, owner, suffix, value []byte, add bool) error {
 			return err
 		}
 	}
-	for _, k := range [][]byte{countKey(owner, countOwner, nil), countKey(owner, countState, state), countKey(owner, countContext, ctxID)} {
+	keys := [][]byte{countKey(owner, countState, state), countKey(owner, countContext, ctxID), countKey(owner, countOwner, nil)}
+	if other != nil {
+		otherState, otherCtx, _ := bytes.Cut(other, []byte{0})
+		switch {
+		case bytes.Equal(state, otherState) && bytes.Equal(ctxID, otherCtx):
+			keys = nil
+		case bytes.Equal(state, otherState):
+			keys = keys[1:2]
+		case bytes.Equal(ctxID, otherCtx):
+			keys = keys[:1]
+		default:
+			keys = keys[:2]
+		}
+	}
+	for _, k := range keys {
 		if err := addCount(counts, k, d); err != nil {
 			return err
 		}

@@ -253,8 +253,11 @@ func writeTask(tx *bolt.Tx, id a2a.TaskID, seq uint64, rec []byte) error {
 	taskb, pieces := tx.Bucket(bucketTasks), tx.Bucket(bucketPieces)
 	taskb.FillPercent, pieces.FillPercent = 0.9, 0.9
 	if len(rec) > 0 && rec[0] == '{' {
-		if err := deletePrefix(pieces, append([]byte(id), 0)); err != nil {
-			return err
+		// Only a task stored in pieces has pieces to drop.
+		if old := taskb.Get([]byte(id)); len(old) > 0 && old[0] == splitV1 {
+			if err := deletePrefix(pieces, append([]byte(id), 0)); err != nil {
+				return err
+			}
 		}
 		return taskb.Put([]byte(id), rec)
 	}
@@ -626,6 +629,30 @@ func (c *recordCodec) delta(next *tasks.Snapshot, events []a2a.Event) (*taskDelt
 		return d, nil, nil
 	}
 	return d, nm, nil
+}
+
+// maxWholeRecord is the largest task written whole rather than in pieces:
+// a short task (most are) is then one key, as before pieces, where in
+// pieces it was a head and a key per history entry and artifact, which cost
+// blocking sends at 64 about 10% of their throughput (handoff bench: 0.26-0.28x
+// the limit against 0.29-0.30x). Past it a task goes to pieces and stays there.
+const maxWholeRecord = 4 << 10
+
+// small returns the whole record of next when the task is not stored in
+// pieces (the codec remembers no write of it) and the record is at most
+// maxWholeRecord; nil otherwise.
+func (c *recordCodec) small(next *tasks.Snapshot) ([]byte, error) {
+	c.mu.Lock()
+	_, inPieces := c.tasks[next.Task.ID]
+	c.mu.Unlock()
+	if inPieces {
+		return nil, nil
+	}
+	rec, err := appendRecord(make([]byte, 0, 1024), next, next.Task)
+	if err != nil || len(rec) > maxWholeRecord {
+		return nil, err
+	}
+	return rec, nil
 }
 
 // recall remembers snap, as read from bbolt in pieces with chunks (see

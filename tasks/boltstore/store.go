@@ -1128,13 +1128,26 @@ func (s *Store) Append(ctx context.Context, next *tasks.Snapshot, events []a2a.E
 			return fmt.Errorf("append to task %s: encode event: %w", id, err)
 		}
 	}
-	d, mem, err := s.codec.delta(next, events)
+	whole, err := s.codec.small(next)
 	if err != nil {
 		return fmt.Errorf("append to task %s: encode snapshot: %w", id, err)
 	}
-	a.rec = d.encode()
+	var mem *taskMemory
+	if whole != nil {
+		a.rec = whole
+	} else {
+		var d *taskDelta
+		if d, mem, err = s.codec.delta(next, events); err != nil {
+			return fmt.Errorf("append to task %s: encode snapshot: %w", id, err)
+		}
+		a.rec = d.encode()
+	}
 	a.refs = s.blobs.Names(a.rec, func() (*a2a.Task, error) {
-		snap, err := record.Decode(id, deltaRecord(d))
+		rec, err := recordOf(a.rec)
+		if err != nil {
+			return nil, err
+		}
+		snap, err := record.Decode(id, rec)
 		if err != nil {
 			return nil, err
 		}
@@ -1162,6 +1175,7 @@ func applyAppend(tx *bolt.Tx, a *walAppend) error {
 	heads.FillPercent, events.FillPercent = 0.9, 0.9
 	finished := tx.Bucket(bucketFinished) // nil in a store recovered before it had one: Open builds it
 	var prev uint64
+	var listed, listedSuffix []byte // the task's list entry before this append
 	if hb := heads.Get(id); hb != nil {
 		h, err := decodeHead(hb)
 		if err != nil {
@@ -1173,9 +1187,7 @@ func applyAppend(tx *bolt.Tx, a *walAppend) error {
 		prev = h.version
 		key := append(bytes.Clone(a.owner), indexSuffix(h.updated, a.id)...)
 		if old := tx.Bucket(bucketByOwner).Get(key); old != nil {
-			if err := indexListed(tx, a.owner, key[len(a.owner):], old, false); err != nil {
-				return err
-			}
+			listed, listedSuffix = bytes.Clone(old), key[len(a.owner):]
 		}
 		if err := tx.Bucket(bucketByOwner).Delete(key); err != nil {
 			return err
@@ -1205,7 +1217,13 @@ func applyAppend(tx *bolt.Tx, a *walAppend) error {
 	if err := tx.Bucket(bucketByOwner).Put(append(bytes.Clone(a.owner), suffix...), a.index); err != nil {
 		return err
 	}
-	if err := indexListed(tx, a.owner, suffix, a.index, true); err != nil {
+	var err error
+	if listed != nil {
+		err = indexMoved(tx, a.owner, listedSuffix, listed, suffix, a.index)
+	} else {
+		err = indexListed(tx, a.owner, suffix, a.index, true)
+	}
+	if err != nil {
 		return err
 	}
 	if err := indexRetained(tx, finished, a, updated); err != nil {
@@ -1307,7 +1325,7 @@ func (s *Store) load(id a2a.TaskID, shape readShape) (*tasks.Snapshot, error) {
 				return nil, 0, err
 			}
 			snap, err := record.Decode(id, rec)
-			if err == nil && chunks != nil {
+			if err == nil && chunks != nil && v[0] == splitV1 { // a task stored whole is written whole next
 				s.codec.recall(snap, chunks)
 			}
 			return snap, len(rec), err
