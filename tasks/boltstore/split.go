@@ -655,6 +655,20 @@ func (c *recordCodec) small(next *tasks.Snapshot) ([]byte, error) {
 	return rec, nil
 }
 
+// write returns the task write of next a log record carries: the whole
+// record of a small task (small), else a delta or a whole write in pieces
+// (delta); mem is what to remember of it once it is stored.
+func (c *recordCodec) write(next *tasks.Snapshot, events []a2a.Event) (rec []byte, mem *taskMemory, err error) {
+	if rec, err = c.small(next); err != nil || rec != nil {
+		return rec, nil, err
+	}
+	d, mem, err := c.delta(next, events)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d.encode(), mem, nil
+}
+
 // recall remembers snap, as read from bbolt in pieces with chunks (see
 // storedRecordChunks), for its task's next append, unless the codec knows a
 // later version: after a restart a running task's first append is then a

@@ -1128,19 +1128,9 @@ func (s *Store) Append(ctx context.Context, next *tasks.Snapshot, events []a2a.E
 			return fmt.Errorf("append to task %s: encode event: %w", id, err)
 		}
 	}
-	whole, err := s.codec.small(next)
-	if err != nil {
-		return fmt.Errorf("append to task %s: encode snapshot: %w", id, err)
-	}
 	var mem *taskMemory
-	if whole != nil {
-		a.rec = whole
-	} else {
-		var d *taskDelta
-		if d, mem, err = s.codec.delta(next, events); err != nil {
-			return fmt.Errorf("append to task %s: encode snapshot: %w", id, err)
-		}
-		a.rec = d.encode()
+	if a.rec, mem, err = s.codec.write(next, events); err != nil {
+		return fmt.Errorf("append to task %s: encode snapshot: %w", id, err)
 	}
 	a.refs = s.blobs.Names(a.rec, func() (*a2a.Task, error) {
 		rec, err := recordOf(a.rec)
